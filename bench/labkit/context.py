@@ -1,0 +1,34 @@
+"""Where the lab reads and writes, and how this invocation runs (quick or full, repetitions)."""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Context:
+    root: Path  # the repository
+    prefix: Path  # where corio is installed (its lib/cmake/corio holds corio-config.cmake)
+    quick: bool
+    reps: int
+
+    @property
+    def build_dir(self) -> Path:
+        return self.root / "build" / "bench"
+
+    @property
+    def go_dir(self) -> Path:
+        return self.build_dir / "go"
+
+    @property
+    def results_dir(self) -> Path:
+        return self.root / "results"
+
+    @property
+    def docs_dir(self) -> Path:
+        return self.root / "docs" / "bench"
+
+    def cpp_binary(self, name: str) -> str:
+        return str(self.build_dir / name)
+
+    def go_binary(self, name: str) -> str:
+        return str(self.go_dir / name)

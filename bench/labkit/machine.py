@@ -1,0 +1,49 @@
+"""A short description of the machine the lab ran on: CPU, cores, kernel, compilers, date."""
+
+import os
+import platform
+import re
+import subprocess
+from datetime import datetime, timezone
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _first_line(command: list[str]) -> str:
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "not found"
+    lines = (done.stdout or done.stderr).strip().splitlines()
+    return lines[0] if lines else "unknown"
+
+
+def _go_version() -> str:
+    for go in ("go", "/usr/local/go/bin/go"):
+        version = _first_line([go, "version"])
+        if version != "not found":
+            return version
+    return "not found"
+
+
+def describe() -> list[tuple[str, str]]:
+    """(label, value) pairs for the report's Machine section."""
+    uname = platform.uname()
+    gxx = _first_line(["g++", "--version"])
+    return [
+        ("CPU", _cpu_model()),
+        ("Cores", str(os.cpu_count())),
+        ("Kernel", f"{uname.system} {uname.release} {uname.machine}"),
+        ("g++", re.sub(r"^g\+\+\s*", "", gxx)),
+        ("Go", _go_version()),
+        ("Report date", datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
+    ]

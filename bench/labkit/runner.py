@@ -1,0 +1,72 @@
+"""Runs every cell of an experiment `reps` times, one process per run, and collects the CSV rows.
+
+A run that exits non-zero, prints no row, or prints a row that does not match the experiment's
+columns failed its self-check: the failure is returned and its cell is dropped.
+"""
+
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+from .context import Context
+
+RUN_TIMEOUT_SECONDS = 600
+
+
+@dataclass(frozen=True)
+class Cell:
+    label: str  # for progress lines, e.g. "corio N=1000"
+    argv: list[str]
+
+
+def _parse_row(stdout: str, columns: list[str]) -> dict[str, str]:
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    if len(lines) != 1:
+        raise ValueError(f"expected one CSV row, got {len(lines)} lines")
+    values = lines[0].strip().split(",")
+    if len(values) != len(columns):
+        raise ValueError(f"expected {len(columns)} columns, got {len(values)}: {lines[0]}")
+    return dict(zip(columns, values))
+
+
+def _run_once(cell: Cell, columns: list[str]) -> dict[str, str]:
+    try:
+        done = subprocess.run(cell.argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired as timeout:
+        raise ValueError(f"timed out after {timeout.timeout}s") from None
+    if done.returncode != 0:
+        raise ValueError(f"exit {done.returncode}: {done.stderr.strip()}")
+    return _parse_row(done.stdout, columns)
+
+
+def run_cells(name: str, cells: list[Cell], columns: list[str], metrics: list[str],
+              ctx: Context) -> tuple[list[dict[str, str]], list[str]]:
+    """Runs `reps` rounds over all cells (so machine drift hits every cell alike).
+
+    Returns (every run's row plus a `rep` column, failure messages). A cell with a failed run is
+    dropped whole: its other runs are neither made nor returned.
+    """
+    by_cell: dict[str, list[dict[str, str]]] = {cell.label: [] for cell in cells}
+    failures: list[str] = []
+    total = len(cells) * ctx.reps
+    count = 0
+    for rep in range(1, ctx.reps + 1):
+        for cell in cells:
+            count += 1
+            if cell.label not in by_cell:
+                continue
+            started = time.monotonic()
+            try:
+                row = _run_once(cell, columns)
+            except ValueError as error:
+                message = f"{name}: {cell.label} run {rep}: {error}"
+                print(f"[{name} {count}/{total}] FAILED {message}", file=sys.stderr, flush=True)
+                failures.append(message)
+                del by_cell[cell.label]
+                continue
+            by_cell[cell.label].append({**row, "rep": str(rep)})
+            shown = " ".join(f"{metric}={row[metric]}" for metric in metrics)
+            print(f"[{name} {count}/{total}] {cell.label} run {rep}/{ctx.reps}: {shown} "
+                  f"({time.monotonic() - started:.1f}s)", file=sys.stderr, flush=True)
+    return [run for runs in by_cell.values() for run in runs], failures

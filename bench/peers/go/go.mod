@@ -1,0 +1,3 @@
+module corio.dev/bench/peers
+
+go 1.21

@@ -1,0 +1,38 @@
+#pragma once
+// Per-thread size-class pool for coroutine frames.
+//
+// Purpose: creating and destroying tasks in steady state must not call malloc. Every promise type
+// routes its operator new/delete here.
+//
+// Invariants:
+//  - A block of size class c is always 16-byte aligned and at least class_bytes(c) long.
+//  - Each thread owns its free lists; a block freed on thread B joins B's lists even if A allocated it
+//    (frames migrate with work stealing). Each list is capped so one thread cannot hoard memory forever.
+//  - Frames larger than max_pooled_bytes go straight to ::operator new/delete.
+//  - After a thread's pool is torn down (thread exit), frees on that thread go to ::operator delete.
+// Threads: loop-local by construction (thread_local state); no atomics anywhere.
+#include <cstddef>
+#include <cstdint>
+
+namespace corio::detail {
+
+inline constexpr std::size_t frame_granule = 64;
+inline constexpr std::size_t max_pooled_bytes = 2048;
+
+/// Counters of the calling thread's pool, for tests and diagnostics.
+struct frame_pool_stats {
+  std::uint64_t pooled_allocations = 0;  ///< served from a free list
+  std::uint64_t fresh_allocations = 0;   ///< had to call ::operator new
+};
+
+void* allocate_frame(std::size_t bytes);
+void deallocate_frame(void* frame, std::size_t bytes) noexcept;
+frame_pool_stats current_frame_pool_stats() noexcept;
+
+/// Mixin giving a promise type pooled frame allocation.
+struct pooled_frame {
+  static void* operator new(std::size_t bytes) { return allocate_frame(bytes); }
+  static void operator delete(void* frame, std::size_t bytes) noexcept { deallocate_frame(frame, bytes); }
+};
+
+}  // namespace corio::detail

@@ -1,0 +1,167 @@
+#pragma once
+// The machinery shared by when_all and when_any: each awaited operand runs inside a small child
+// coroutine, and a join_state counts the children down and resumes the parent after the last one.
+//
+// Counting: `remaining` starts at children + 1. Every child decrements it when it finishes; the
+// parent decrements it once after starting them all. Whoever brings it to zero resumes the parent:
+// a child by symmetric transfer, the parent by simply not suspending (await_suspend returns false),
+// so children that finish inline never nest a resume on the stack. fetch_sub is acq_rel so the last
+// decrementer sees every child's result.
+#include <atomic>
+#include <coroutine>
+#include <cstddef>
+#include <exception>
+#include <stop_token>
+#include <utility>
+
+#include <corio/detail/awaitable_traits.hpp>
+#include <corio/detail/promise_base.hpp>
+#include <corio/detail/result_slot.hpp>
+
+namespace corio::detail {
+
+struct join_state {
+  static constexpr std::size_t none = static_cast<std::size_t>(-1);
+
+  std::atomic<std::size_t> remaining{0};
+  std::coroutine_handle<> parent;
+  /// when_any only: requested once, by the first child to finish, to cancel the others.
+  std::stop_source* cancel_on_first = nullptr;
+  std::atomic<std::size_t> first_done{none};
+
+  void prepare(std::size_t children) noexcept { remaining.store(children + 1, std::memory_order_relaxed); }
+
+  /// Parent side, after starting every child: true if it must wait.
+  bool parent_should_wait(std::coroutine_handle<> awaiting) noexcept {
+    parent = awaiting;
+    return remaining.fetch_sub(1, std::memory_order_acq_rel) != 1;
+  }
+
+  std::coroutine_handle<> child_finished(std::size_t index) noexcept {
+    std::size_t expected = none;
+    if (first_done.compare_exchange_strong(expected, index, std::memory_order_acq_rel) && cancel_on_first != nullptr) {
+      cancel_on_first->request_stop();
+    }
+    if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      return parent;
+    }
+    return std::noop_coroutine();
+  }
+};
+
+template <class T>
+class join_child;
+
+template <class T>
+struct join_child_promise_common : promise_base {
+  join_state* join_ = nullptr;
+  std::size_t index_ = 0;
+  result_slot<T> result_;
+
+  struct finish {
+    bool await_ready() const noexcept { return false; }
+    template <class Promise>
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> self) const noexcept {
+      auto& promise = self.promise();
+      return promise.join_->child_finished(promise.index_);
+    }
+    void await_resume() const noexcept {}
+  };
+  finish final_suspend() const noexcept { return {}; }
+  void unhandled_exception() noexcept { result_.set_exception(std::current_exception()); }
+};
+
+template <class T>
+struct join_child_promise : join_child_promise_common<T> {
+  join_child<T> get_return_object() noexcept;
+  template <class U>
+  void return_value(U&& value) {
+    this->result_.set_value(std::forward<U>(value));
+  }
+};
+
+template <>
+struct join_child_promise<void> : join_child_promise_common<void> {
+  join_child<void> get_return_object() noexcept;
+  void return_void() const noexcept {}
+};
+
+/// One operand of when_all/when_any, wrapped in a coroutine the combinator can start and count.
+template <class T>
+class join_child {
+ public:
+  using promise_type = join_child_promise<T>;
+  using handle_type = std::coroutine_handle<promise_type>;
+
+  explicit join_child(handle_type handle) noexcept : handle_(handle) {}
+  join_child(join_child&& other) noexcept : handle_(std::exchange(other.handle_, {})) {}
+  join_child& operator=(join_child&&) = delete;
+  ~join_child() {
+    if (handle_) {
+      handle_.destroy();
+    }
+  }
+
+  void start(join_state& join, std::size_t index, const std::stop_token* stop) {
+    promise_type& promise = handle_.promise();
+    promise.join_ = &join;
+    promise.index_ = index;
+    promise.stop_ = stop;
+    handle_.resume();
+  }
+
+  result_slot<T>& result() noexcept { return handle_.promise().result_; }
+
+ private:
+  handle_type handle_;
+};
+
+template <class T>
+join_child<T> join_child_promise<T>::get_return_object() noexcept {
+  return join_child<T>{std::coroutine_handle<join_child_promise<T>>::from_promise(*this)};
+}
+
+inline join_child<void> join_child_promise<void>::get_return_object() noexcept {
+  return join_child<void>{std::coroutine_handle<join_child_promise<void>>::from_promise(*this)};
+}
+
+template <class A>
+join_child<await_result_t<A>> make_join_child(A awaitable) {
+  co_return co_await std::move(awaitable);
+}
+
+/// Starts every child, then suspends the parent until the last one finishes.
+template <class StartAll>
+struct join_all_awaiter {
+  join_state& join_;
+  std::size_t count_;
+  StartAll start_all_;
+
+  bool await_ready() const noexcept { return count_ == 0; }
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> parent) {
+    join_.prepare(count_);
+    start_all_(stop_token_of(parent));
+    return join_.parent_should_wait(parent);
+  }
+  void await_resume() const noexcept {}
+};
+
+template <class StartAll>
+join_all_awaiter(join_state&, std::size_t, StartAll) -> join_all_awaiter<StartAll>;
+
+/// `void` results become std::monostate so they can sit in a tuple or variant.
+template <class T>
+using non_void_t = std::conditional_t<std::is_void_v<T>, std::monostate, T>;
+
+template <class T>
+non_void_t<T> take_non_void(result_slot<T>& slot) {
+  if constexpr (std::is_void_v<T>) {
+    slot.take();
+    return {};
+  } else {
+    return slot.take();
+  }
+}
+
+}  // namespace corio::detail

@@ -1,0 +1,83 @@
+#pragma once
+// What every corio task promise shares: pooled frames, the continuation handshake, and the
+// cancellation token inherited from the awaiter.
+//
+// The handshake (why await_suspend returns bool rather than the child's handle):
+//   g++ 12 does not compile symmetric transfer into a tail call at -O0 or under the sanitizers, so a
+//   loop that awaits millions of synchronously completing tasks would grow the stack by two frames
+//   per iteration. Instead the awaiter starts the child with an ordinary resume(), which returns when
+//   the child first suspends or finishes, and the two sides agree through one atomic byte:
+//     awaiter (after child.resume()): state.exchange(awaiter_suspended)
+//       - saw `done`    -> the child finished inline: return false, the awaiter continues on this stack.
+//       - saw `running` -> the child is suspended elsewhere: return true; the child resumes us later.
+//     child (final_suspend):          state.exchange(done)
+//       - saw `awaiter_suspended` -> hand control to the continuation (symmetric transfer).
+//       - saw `running`           -> the awaiter is still inside await_suspend; it will see `done`.
+//   Both exchanges are acq_rel: the winner of the race reads what the loser wrote (the continuation,
+//   the result) because the loser's exchange released it. The stack grows only along the chain of
+//   asynchronous completions, which is bounded by the nesting depth of co_await, never by a loop count.
+//
+// Rejected: a thread-local trampoline (needs every completion to know its loop; sync_wait on a plain
+// thread has none), and relying on the tail call (breaks in the Debug and sanitizer presets).
+#include <atomic>
+#include <coroutine>
+#include <cstdint>
+#include <stop_token>
+#include <type_traits>
+
+#include <corio/detail/frame_pool.hpp>
+
+namespace corio::detail {
+
+enum class await_state : std::uint8_t { running, awaiter_suspended, done };
+
+struct promise_base : pooled_frame {
+  std::coroutine_handle<> continuation_;
+  std::atomic<await_state> state_{await_state::running};
+  /// The stop token of the root that started this chain of tasks (spawn, when_any, sync_wait), or
+  /// null when nobody can cancel it. Borrowed: the root outlives every task it awaits.
+  const std::stop_token* stop_ = nullptr;
+
+  struct final_awaiter {
+    bool await_ready() const noexcept { return false; }
+    template <class Promise>
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> self) const noexcept {
+      promise_base& promise = self.promise();
+      if (promise.state_.exchange(await_state::done, std::memory_order_acq_rel) ==
+          await_state::awaiter_suspended) {
+        return promise.continuation_;
+      }
+      return std::noop_coroutine();
+    }
+    void await_resume() const noexcept {}
+  };
+
+  std::suspend_always initial_suspend() const noexcept { return {}; }
+  final_awaiter final_suspend() const noexcept { return {}; }
+
+  bool stop_requested() const noexcept { return stop_ != nullptr && stop_->stop_requested(); }
+};
+
+/// The cancellation token of the coroutine behind `handle`, if its promise carries one.
+template <class Promise>
+const std::stop_token* stop_token_of(std::coroutine_handle<Promise> handle) noexcept {
+  if constexpr (std::is_base_of_v<promise_base, Promise>) {
+    return handle.promise().stop_;
+  } else {
+    return nullptr;
+  }
+}
+
+/// Starts `child` as the callee of `parent` and reports whether `parent` must stay suspended.
+template <class ChildPromise, class ParentPromise>
+bool start_child(std::coroutine_handle<ChildPromise> child, std::coroutine_handle<ParentPromise> parent) {
+  promise_base& promise = child.promise();
+  promise.continuation_ = parent;
+  if (promise.stop_ == nullptr) {
+    promise.stop_ = stop_token_of(parent);
+  }
+  child.resume();
+  return promise.state_.exchange(await_state::awaiter_suspended, std::memory_order_acq_rel) != await_state::done;
+}
+
+}  // namespace corio::detail

@@ -1,0 +1,181 @@
+#pragma once
+// corio::event_loop: a single-threaded scheduler for coroutines, with a lock-free cross-thread post.
+//
+// Design note.
+// Purpose: run coroutines and posted functors on one thread; let any thread hand work to it.
+// Invariants:
+//  - Only the thread inside run()/run_until_idle() resumes this loop's coroutines, and only from the
+//    local run queue. Other threads reach the loop through post() alone.
+//  - Every coroutine spawned on the loop is a root in `roots_` until it finishes; destroying the loop
+//    destroys every root frame still alive, and with it the chain of tasks each root awaits.
+// Threads: post(), stop() and stopped() are thread-safe. Everything else is for the loop's thread
+//   (or any single thread before the first run()).
+// Scheduling: run() alternates a batch of up to 64 ready coroutines with a batch of up to 1024 posted
+//   functors, so neither can starve the other; when both are empty it parks on a
+//   futex, and producers wake it only if it is actually parked (see detail/parker.hpp).
+// Shutdown (destructor), in order:
+//   1. close the post queue, so post() returns false;
+//   2. forget the ready queue (those handles belong to roots destroyed next);
+//   3. destroy every root frame, which destroys the tasks it awaits;
+//   4. destroy the posted functors that never ran, without running them.
+#include <chrono>
+#include <coroutine>
+#include <cstddef>
+#include <exception>
+#include <utility>
+
+#include <corio/detail/parker.hpp>
+#include <corio/detail/post_queue.hpp>
+#include <corio/detail/promise_base.hpp>
+#include <corio/detail/run_queue.hpp>
+#include <corio/errors.hpp>
+#include <corio/task.hpp>
+
+namespace corio {
+
+class event_loop;
+
+namespace detail {
+
+/// The loop running on this thread, or null. Set for the duration of run()/run_until_idle().
+extern thread_local constinit event_loop* current_loop;
+
+struct root_promise;
+using root_handle = std::coroutine_handle<root_promise>;
+
+/// The coroutine that owns one spawned task on behalf of a loop.
+struct root_task {
+  using promise_type = root_promise;
+  root_handle handle;
+};
+
+struct root_promise : promise_base {
+  event_loop* loop_ = nullptr;
+  root_promise* prev_ = nullptr;
+  root_promise* next_ = nullptr;
+
+  root_task get_return_object() noexcept { return root_task{root_handle::from_promise(*this)}; }
+  struct finish {
+    bool await_ready() const noexcept { return false; }
+    void await_suspend(root_handle self) const noexcept;
+    void await_resume() const noexcept {}
+  };
+  finish final_suspend() const noexcept { return {}; }
+  void return_void() const noexcept {}
+  void unhandled_exception() noexcept;
+};
+
+root_task make_root(task<void> body);
+
+struct yield_awaiter {
+  const std::stop_token* stop_ = nullptr;
+  bool await_ready() const noexcept { return current_loop == nullptr; }
+  template <class Promise>
+  void await_suspend(std::coroutine_handle<Promise> self);
+  void await_resume() const {
+    if (stop_ != nullptr && stop_->stop_requested()) {
+      throw cancelled();
+    }
+  }
+};
+
+}  // namespace detail
+
+/// A single-threaded event loop.
+///
+///     corio::event_loop loop;
+///     loop.spawn(serve());                       // serve() returns corio::task<>
+///     std::thread producer([&] { loop.post([] { std::puts("runs on the loop thread"); }); });
+///     loop.run_until_idle();
+///     producer.join();
+class event_loop {
+ public:
+  event_loop();
+  ~event_loop();
+  event_loop(const event_loop&) = delete;
+  event_loop& operator=(const event_loop&) = delete;
+
+  /// Takes ownership of `body` and queues it to start on this loop. Loop thread only (or before the
+  /// loop first runs). An exception escaping `body` is rethrown from run()/run_until_idle().
+  /// Throws corio::invalid_task for an empty task and corio::loop_stopped after stop().
+  void spawn(task<void> body);
+
+  /// Runs until stop() is called, parking the thread whenever there is nothing to do. Rethrows the
+  /// first exception that escaped a spawned task or a posted functor; the loop can be run again.
+  /// Throws std::logic_error if the thread is already running a loop.
+  void run();
+
+  /// Runs until no coroutine is ready and no posted functor is waiting, then returns without parking.
+  /// Coroutines suspended on other events stay suspended. Errors as for run().
+  void run_until_idle();
+
+  /// Thread-safe. Makes run() return after its current step. From then on the loop is stopped for
+  /// good: post() returns false and spawn() throws. Coroutines still suspended are destroyed with the
+  /// loop.
+  void stop() noexcept;
+
+  /// Thread-safe. True once stop() has been called.
+  bool stopped() const noexcept { return posts_.closed(); }
+
+  /// Thread-safe and lock-free. Queues `functor` to run on the loop thread, in FIFO order with the
+  /// other functors posted by the calling thread. Functors of up to 48 bytes are stored in place (no
+  /// allocation). Returns false, without taking the functor, if the loop is stopped. A functor that
+  /// was accepted runs unless the loop is destroyed first, in which case it is destroyed unrun.
+  /// An exception thrown by the functor propagates out of run().
+  template <class F>
+  bool post(F&& functor) {
+    return posts_.push(std::forward<F>(functor));
+  }
+
+  /// Loop thread: queues a suspended coroutine to be resumed by this loop.
+  void schedule(std::coroutine_handle<> handle) { ready_.push(handle); }
+
+  /// The loop running on the calling thread, or null.
+  static event_loop* current() noexcept { return detail::current_loop; }
+
+ private:
+  friend struct detail::root_promise;
+
+  class running_scope;
+
+  bool run_one_round();
+  void rethrow_pending_error();
+  void adopt_root(detail::root_promise& root);
+  void forget_root(detail::root_promise& root) noexcept;
+
+  detail::run_queue ready_;
+  detail::parker parker_;
+  detail::post_queue posts_;
+  detail::root_promise* roots_ = nullptr;
+  std::exception_ptr error_;
+};
+
+/// `co_await corio::yield()` moves the awaiting coroutine to the back of its loop's run queue, letting
+/// every other ready coroutine and posted functor run first. Outside a loop it continues at once.
+/// If the coroutine's cancellation was requested it throws corio::cancelled when resumed.
+inline auto yield() noexcept { return detail::yield_awaiter{}; }
+
+/// `co_await corio::schedule_on(loop)` moves the awaiting coroutine onto `loop`: it continues on that
+/// loop's thread (at once if it is already there). Throws corio::loop_stopped if `loop` is stopped.
+inline auto schedule_on(event_loop& loop) noexcept {
+  struct schedule_on_awaiter {
+    event_loop& target_;
+    bool await_ready() const noexcept { return detail::current_loop == &target_; }
+    void await_suspend(std::coroutine_handle<> self) {
+      event_loop* target = &target_;
+      if (!target->post([target, self] { target->schedule(self); })) {
+        throw loop_stopped("corio::schedule_on: the target loop is stopped");
+      }
+    }
+    void await_resume() const noexcept {}
+  };
+  return schedule_on_awaiter{loop};
+}
+
+template <class Promise>
+void detail::yield_awaiter::await_suspend(std::coroutine_handle<Promise> self) {
+  stop_ = stop_token_of(self);
+  current_loop->schedule(self);
+}
+
+}  // namespace corio

@@ -1,0 +1,115 @@
+#pragma once
+// corio::task<T>: a lazy, move-only coroutine that produces one T (or an exception) for its awaiter.
+#include <coroutine>
+#include <exception>
+#include <utility>
+
+#include <corio/detail/promise_base.hpp>
+#include <corio/detail/result_slot.hpp>
+#include <corio/errors.hpp>
+
+namespace corio {
+
+template <class T = void>
+class task;
+
+namespace detail {
+
+template <class T>
+struct task_promise_common : promise_base {
+  result_slot<T> result_;
+  void unhandled_exception() noexcept { result_.set_exception(std::current_exception()); }
+};
+
+template <class T>
+struct task_promise : task_promise_common<T> {
+  task<T> get_return_object() noexcept;
+  template <class U>
+  void return_value(U&& value) {
+    this->result_.set_value(std::forward<U>(value));
+  }
+};
+
+template <>
+struct task_promise<void> : task_promise_common<void> {
+  task<void> get_return_object() noexcept;
+  void return_void() const noexcept {}
+};
+
+}  // namespace detail
+
+/// A lazy coroutine producing a `T`. Nothing runs until the task is awaited; the awaiter resumes on
+/// whichever thread the task completes on (on a loop, that loop's thread). Exceptions thrown in the
+/// body propagate out of `co_await`. A task is single-shot: awaiting it a second time, or awaiting a
+/// moved-from task, throws `corio::invalid_task`. Destroying a task that was never awaited destroys
+/// its frame without running it. Not thread-safe: one owner at a time.
+///
+///     corio::task<int> answer() { co_return 42; }
+///     corio::task<> caller() {
+///       int x = co_await answer();   // starts answer(), resumes here when it finishes
+///     }
+template <class T>
+class [[nodiscard]] task {
+ public:
+  using promise_type = detail::task_promise<T>;
+  using handle_type = std::coroutine_handle<promise_type>;
+  using value_type = T;
+
+  task() noexcept = default;
+  explicit task(handle_type handle) noexcept : handle_(handle) {}
+  task(task&& other) noexcept : handle_(std::exchange(other.handle_, {})) {}
+  task& operator=(task other) noexcept {
+    std::swap(handle_, other.handle_);
+    return *this;
+  }
+  ~task() {
+    if (handle_) {
+      handle_.destroy();
+    }
+  }
+
+  /// True if this task still holds a coroutine that has not been awaited to completion.
+  bool valid() const noexcept { return handle_ && !handle_.done(); }
+
+  struct awaiter {
+    handle_type handle_;
+
+    bool await_ready() const {
+      if (!handle_) {
+        throw invalid_task("corio::task: awaiting an empty (moved-from or default) task");
+      }
+      if (handle_.done()) {
+        throw invalid_task("corio::task: awaiting a task that was already awaited");
+      }
+      return false;
+    }
+    template <class Promise>
+    bool await_suspend(std::coroutine_handle<Promise> awaiting) {
+      return detail::start_child(handle_, awaiting);
+    }
+    T await_resume() { return handle_.promise().result_.take(); }
+  };
+
+  awaiter operator co_await() const& noexcept { return awaiter{handle_}; }
+  awaiter operator co_await() const&& noexcept { return awaiter{handle_}; }
+
+  /// Gives up ownership of the coroutine (used by spawn and the combinators).
+  handle_type release() noexcept { return std::exchange(handle_, {}); }
+
+ private:
+  handle_type handle_;
+};
+
+namespace detail {
+
+template <class T>
+task<T> task_promise<T>::get_return_object() noexcept {
+  return task<T>{std::coroutine_handle<task_promise<T>>::from_promise(*this)};
+}
+
+inline task<void> task_promise<void>::get_return_object() noexcept {
+  return task<void>{std::coroutine_handle<task_promise<void>>::from_promise(*this)};
+}
+
+}  // namespace detail
+}  // namespace corio

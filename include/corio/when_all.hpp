@@ -1,0 +1,62 @@
+#pragma once
+// corio::when_all: await several operations concurrently and collect every result.
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <corio/detail/join_child.hpp>
+#include <corio/task.hpp>
+
+namespace corio {
+
+/// Starts every awaitable (in argument order, each running until its first suspension) and completes
+/// when all have finished, with a tuple of their results (`void` becomes std::monostate). If any
+/// failed, the first failure in argument order is rethrown after all have finished. Resumes on the
+/// thread where the last operand finished. Cancellation of the awaiting task reaches every operand.
+///
+///     auto [a, b] = co_await corio::when_all(fetch_a(), fetch_b());
+template <class... Awaitables>
+task<std::tuple<detail::non_void_t<detail::await_result_t<Awaitables>>...>> when_all(Awaitables... awaitables) {
+  detail::join_state join;
+  std::tuple children{detail::make_join_child(std::move(awaitables))...};
+  co_await detail::join_all_awaiter{join, sizeof...(Awaitables), [&](const std::stop_token* stop) {
+    std::size_t index = 0;
+    std::apply([&](auto&... child) { (child.start(join, index++, stop), ...); }, children);
+  }};
+  co_return std::apply([](auto&... child) { return std::tuple{detail::take_non_void(child.result())...}; },
+                       children);
+}
+
+/// Range form: awaits every task of `tasks` concurrently; completes with their results in order
+/// (nothing for `task<void>`). The first failure in order is rethrown after all have finished.
+template <class T>
+task<std::conditional_t<std::is_void_v<T>, void, std::vector<detail::non_void_t<T>>>> when_all(
+    std::vector<task<T>> tasks) {
+  detail::join_state join;
+  std::vector<detail::join_child<T>> children;
+  children.reserve(tasks.size());
+  for (task<T>& each : tasks) {
+    children.push_back(detail::make_join_child(std::move(each)));
+  }
+  co_await detail::join_all_awaiter{join, children.size(), [&](const std::stop_token* stop) {
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      children[i].start(join, i, stop);
+    }
+  }};
+  if constexpr (std::is_void_v<T>) {
+    for (auto& child : children) {
+      child.result().take();
+    }
+  } else {
+    std::vector<T> results;
+    results.reserve(children.size());
+    for (auto& child : children) {
+      results.push_back(child.result().take());
+    }
+    co_return results;
+  }
+}
+
+}  // namespace corio

@@ -1,0 +1,199 @@
+// The lock-free cross-thread post queue; the design note is in include/corio/detail/post_queue.hpp.
+#include <corio/detail/parker.hpp>
+#include <corio/detail/post_queue.hpp>
+
+#include <vector>
+
+namespace corio::detail {
+namespace {
+
+std::atomic<std::uint64_t> next_queue_id{1};
+
+// Every channel this thread produces into. Its destructor (thread exit) drops the thread's references.
+struct producer_channels {
+  std::vector<post_channel*> channels;
+
+  ~producer_channels() {
+    last_channel = {0, nullptr};
+    for (post_channel* channel : channels) {
+      channel->release();
+    }
+  }
+
+  post_channel* find(std::uint64_t queue_id) {
+    std::erase_if(channels, [](post_channel* channel) {
+      if (channel->owner_gone()) {
+        channel->release();
+        return true;
+      }
+      return false;
+    });
+    for (post_channel* channel : channels) {
+      if (channel->queue_id() == queue_id) {
+        return channel;
+      }
+    }
+    return nullptr;
+  }
+};
+
+thread_local producer_channels this_thread_channels;
+
+}  // namespace
+
+thread_local constinit last_channel_cache last_channel{0, nullptr};
+
+// ---------------------------------------------------------------- post_channel
+
+post_channel::post_channel(std::uint64_t queue_id)
+    : producer_segment_(new post_segment), consumer_segment_(producer_segment_), queue_id_(queue_id) {}
+
+post_channel::~post_channel() {
+  discard();
+  post_segment* segment = consumer_segment_;
+  while (segment != nullptr) {
+    post_segment* next = segment->next;
+    delete segment;
+    segment = next;
+  }
+  delete spare_.load(std::memory_order_acquire);
+}
+
+post_slot& post_channel::claim_slot() {
+  std::size_t index = producer_tail_ % post_segment::slots_per_segment;
+  if (index == 0 && producer_tail_ != 0) {
+    post_segment* fresh = spare_.exchange(nullptr, std::memory_order_acq_rel);
+    if (fresh == nullptr) {
+      fresh = new post_segment;
+    }
+    fresh->next = nullptr;
+    producer_segment_->next = fresh;
+    producer_segment_ = fresh;
+  }
+  return producer_segment_->slots[index];
+}
+
+post_slot& post_channel::consume_slot() noexcept {
+  std::size_t index = head_ % post_segment::slots_per_segment;
+  if (index == 0 && head_ != 0) {
+    post_segment* finished = consumer_segment_;
+    consumer_segment_ = finished->next;
+    delete spare_.exchange(finished, std::memory_order_acq_rel);
+  }
+  ++head_;
+  return consumer_segment_->slots[index];
+}
+
+std::size_t post_channel::drain(std::size_t budget) {
+  std::uint64_t available = tail_.load(std::memory_order_acquire) - head_;
+  std::size_t count = available < budget ? static_cast<std::size_t>(available) : budget;
+  for (std::size_t i = 0; i < count; ++i) {
+    post_slot& slot = consume_slot();
+    slot.op(slot, true);
+  }
+  return count;
+}
+
+void post_channel::discard() noexcept {
+  std::uint64_t tail = tail_.load(std::memory_order_acquire);
+  while (head_ != tail) {
+    post_slot& slot = consume_slot();
+    slot.op(slot, false);
+  }
+}
+
+void post_channel::release() noexcept {
+  if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    delete this;
+  }
+}
+
+// ---------------------------------------------------------------- post_queue
+
+post_queue::post_queue(parker& consumer_parker)
+    : consumer_parker_(consumer_parker), id_(next_queue_id.fetch_add(1, std::memory_order_relaxed)) {}
+
+post_queue::~post_queue() {
+  close();
+  adopt_incoming();
+  post_channel* channel = channels_;
+  while (channel != nullptr) {
+    post_channel* next = channel->next_;
+    channel->discard();
+    channel->mark_queue_gone();
+    channel->release();
+    channel = next;
+  }
+}
+
+post_channel& post_queue::find_or_register_channel() {
+  post_channel* channel = this_thread_channels.find(id_);
+  if (channel == nullptr) {
+    channel = new post_channel(id_);
+    this_thread_channels.channels.push_back(channel);
+    post_channel* head = incoming_.load(std::memory_order_relaxed);
+    do {
+      channel->next_ = head;
+    } while (!incoming_.compare_exchange_weak(head, channel, std::memory_order_seq_cst, std::memory_order_relaxed));
+  }
+  last_channel = {id_, channel};
+  return *channel;
+}
+
+void post_queue::wake_consumer() noexcept { consumer_parker_.unpark_if_parked(); }
+
+void post_queue::adopt_incoming() noexcept {
+  if (incoming_.load(std::memory_order_relaxed) == nullptr) {
+    return;
+  }
+  post_channel* taken = incoming_.exchange(nullptr, std::memory_order_seq_cst);
+  while (taken != nullptr) {
+    post_channel* next = taken->next_;
+    taken->next_ = channels_;
+    channels_ = taken;
+    taken = next;
+  }
+}
+
+std::size_t post_queue::drain(std::size_t budget) {
+  adopt_incoming();
+  std::size_t ran = 0;
+  bool saw_idle_orphan = false;
+  for (post_channel* channel = channels_; channel != nullptr && ran < budget; channel = channel->next_) {
+    std::size_t count = channel->drain(budget - ran);
+    ran += count;
+    saw_idle_orphan |= count == 0 && channel->producer_gone();
+  }
+  if (saw_idle_orphan) {
+    free_abandoned_channels();
+  }
+  return ran;
+}
+
+bool post_queue::has_pending() noexcept {
+  if (incoming_.load(std::memory_order_seq_cst) != nullptr) {
+    return true;
+  }
+  for (post_channel* channel = channels_; channel != nullptr; channel = channel->next_) {
+    if (channel->has_pending()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void post_queue::free_abandoned_channels() noexcept {
+  post_channel** link = &channels_;
+  while (*link != nullptr) {
+    post_channel* channel = *link;
+    // producer_gone() acquires the producer's release of its reference, so its last push is visible.
+    if (channel->producer_gone() && !channel->has_pending()) {
+      *link = channel->next_;
+      channel->release();
+    } else {
+      link = &channel->next_;
+    }
+  }
+}
+
+}  // namespace corio::detail

@@ -1,0 +1,69 @@
+#include <corio/detail/frame_pool.hpp>
+#include <corio/sync_wait.hpp>
+#include <corio/task.hpp>
+
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+namespace {
+
+corio::task<int> small_task(int x) { co_return x * 2; }
+
+TEST(frame_pool, steady_state_task_creation_does_not_allocate_fresh_frames) {
+  // Warm up: the first frames of this size come from ::operator new.
+  for (int i = 0; i < 100; ++i) {
+    corio::sync_wait(small_task(i));
+  }
+  auto before = corio::detail::current_frame_pool_stats();
+  long sum = 0;
+  for (int i = 0; i < 10'000; ++i) {
+    sum += corio::sync_wait(small_task(i));
+  }
+  auto after = corio::detail::current_frame_pool_stats();
+  EXPECT_EQ(sum, 2L * (10'000L * 9'999L / 2));
+  EXPECT_EQ(after.fresh_allocations, before.fresh_allocations);
+  EXPECT_GE(after.pooled_allocations - before.pooled_allocations, 10'000u);
+}
+
+TEST(frame_pool, freed_frame_is_handed_out_again) {
+  void* first = corio::detail::allocate_frame(200);
+  corio::detail::deallocate_frame(first, 200);
+  void* second = corio::detail::allocate_frame(250);  // same 256-byte class
+  EXPECT_EQ(first, second);
+  corio::detail::deallocate_frame(second, 250);
+}
+
+TEST(frame_pool, many_live_frames_are_all_reused_after_release) {
+  std::vector<corio::task<int>> live;
+  for (int i = 0; i < 30'000; ++i) {
+    live.push_back(small_task(i));
+  }
+  live.clear();
+  auto before = corio::detail::current_frame_pool_stats();
+  for (int i = 0; i < 30'000; ++i) {
+    live.push_back(small_task(i));
+  }
+  auto after = corio::detail::current_frame_pool_stats();
+  EXPECT_EQ(after.fresh_allocations, before.fresh_allocations);
+}
+
+TEST(frame_pool, large_frames_bypass_the_pool) {
+  auto before = corio::detail::current_frame_pool_stats();
+  void* big = corio::detail::allocate_frame(corio::detail::max_pooled_bytes + 1);
+  corio::detail::deallocate_frame(big, corio::detail::max_pooled_bytes + 1);
+  auto after = corio::detail::current_frame_pool_stats();
+  EXPECT_EQ(after.fresh_allocations, before.fresh_allocations);
+  EXPECT_EQ(after.pooled_allocations, before.pooled_allocations);
+}
+
+TEST(frame_pool, frame_freed_on_another_thread_is_safe) {
+  void* frame = corio::detail::allocate_frame(100);
+  std::thread other([frame] { corio::detail::deallocate_frame(frame, 100); });
+  other.join();
+  void* again = corio::detail::allocate_frame(100);
+  corio::detail::deallocate_frame(again, 100);
+}
+
+}  // namespace

@@ -1,0 +1,183 @@
+#include <corio/event_loop.hpp>
+#include <corio/sync_wait.hpp>
+#include <corio/task.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "support/lifetime.hpp"
+
+namespace {
+
+TEST(event_loop, runs_spawned_tasks_until_idle) {
+  corio::event_loop loop;
+  int ran = 0;
+  auto body = [&]() -> corio::task<void> {
+    ++ran;
+    co_return;
+  };
+  loop.spawn(body());
+  loop.spawn(body());
+  EXPECT_EQ(ran, 0);
+  loop.run_until_idle();
+  EXPECT_EQ(ran, 2);
+}
+
+TEST(event_loop, yield_interleaves_ready_tasks_round_robin) {
+  corio::event_loop loop;
+  std::vector<int> order;
+  auto body = [&](int id) -> corio::task<void> {
+    for (int i = 0; i < 3; ++i) {
+      order.push_back(id);
+      co_await corio::yield();
+    }
+  };
+  loop.spawn(body(1));
+  loop.spawn(body(2));
+  loop.run_until_idle();
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 1, 2, 1, 2}));
+}
+
+TEST(event_loop, current_is_set_only_while_running) {
+  corio::event_loop loop;
+  corio::event_loop* seen = nullptr;
+  auto body = [&]() -> corio::task<void> {
+    seen = corio::event_loop::current();
+    co_return;
+  };
+  loop.spawn(body());
+  EXPECT_EQ(corio::event_loop::current(), nullptr);
+  loop.run_until_idle();
+  EXPECT_EQ(seen, &loop);
+  EXPECT_EQ(corio::event_loop::current(), nullptr);
+}
+
+TEST(event_loop, exception_from_spawned_task_is_rethrown_by_run) {
+  corio::event_loop loop;
+  auto failing = []() -> corio::task<void> {
+    co_await corio::yield();
+    throw std::runtime_error("task failed");
+  };
+  loop.spawn(failing());
+  EXPECT_THROW(loop.run_until_idle(), std::runtime_error);
+  EXPECT_NO_THROW(loop.run_until_idle());
+}
+
+TEST(event_loop, spawn_rejects_an_empty_task) {
+  corio::event_loop loop;
+  corio::task<void> empty;
+  EXPECT_THROW(loop.spawn(std::move(empty)), corio::invalid_task);
+}
+
+TEST(event_loop, spawn_after_stop_throws_loop_stopped) {
+  corio::event_loop loop;
+  loop.stop();
+  auto body = []() -> corio::task<void> { co_return; };
+  EXPECT_THROW(loop.spawn(body()), corio::loop_stopped);
+}
+
+TEST(event_loop, destroying_loop_destroys_suspended_task_frames) {
+  corio::test::lifetime_counts counts;
+  {
+    corio::event_loop loop;
+    auto forever = [](corio::test::counted) -> corio::task<void> {
+      for (;;) {
+        co_await corio::yield();
+      }
+    };
+    auto nested = [&](corio::test::counted) -> corio::task<void> { co_await forever(corio::test::counted(counts)); };
+    for (int i = 0; i < 100; ++i) {
+      loop.spawn(nested(corio::test::counted(counts)));
+    }
+    for (int i = 0; i < 3; ++i) {
+      loop.post([&loop] { loop.stop(); });
+      loop.run();
+    }
+    EXPECT_GT(counts.alive.load(), 0);
+  }
+  EXPECT_EQ(counts.alive.load(), 0);
+}
+
+TEST(event_loop, run_returns_after_stop_from_another_thread) {
+  corio::event_loop loop;
+  std::atomic<bool> running{false};
+  loop.post([&] { running = true; });
+  std::thread stopper([&] {
+    while (!running) {
+      std::this_thread::yield();
+    }
+    loop.stop();
+  });
+  loop.run();
+  stopper.join();
+  EXPECT_TRUE(loop.stopped());
+}
+
+TEST(event_loop, running_two_loops_on_one_thread_is_rejected) {
+  corio::event_loop outer;
+  corio::event_loop inner;
+  bool rejected = false;
+  outer.post([&] {
+    try {
+      inner.run_until_idle();
+    } catch (const std::logic_error&) {
+      rejected = true;
+    }
+  });
+  outer.run_until_idle();
+  EXPECT_TRUE(rejected);
+}
+
+TEST(event_loop, schedule_on_moves_a_task_to_another_loop_thread) {
+  corio::event_loop home;
+  corio::event_loop away;
+  std::thread away_thread([&] { away.run(); });
+  const std::thread::id away_id = away_thread.get_id();
+  std::thread::id before;
+  std::thread::id after;
+  auto hop = [&]() -> corio::task<void> {
+    before = std::this_thread::get_id();
+    co_await corio::schedule_on(away);
+    after = std::this_thread::get_id();
+    away.stop();
+  };
+  home.spawn(hop());
+  home.run_until_idle();
+  away_thread.join();
+  EXPECT_EQ(before, std::this_thread::get_id());
+  EXPECT_EQ(after, away_id);
+}
+
+TEST(event_loop, schedule_on_a_stopped_loop_throws_loop_stopped) {
+  corio::event_loop home;
+  corio::event_loop stopped;
+  stopped.stop();
+  bool threw = false;
+  auto hop = [&]() -> corio::task<void> {
+    try {
+      co_await corio::schedule_on(stopped);
+    } catch (const corio::loop_stopped&) {
+      threw = true;
+    }
+  };
+  home.spawn(hop());
+  home.run_until_idle();
+  EXPECT_TRUE(threw);
+}
+
+TEST(event_loop, yield_outside_a_loop_continues_immediately) {
+  bool done = false;
+  auto body = [&]() -> corio::task<void> {
+    co_await corio::yield();
+    done = true;
+  };
+  corio::sync_wait(body());
+  EXPECT_TRUE(done);
+}
+
+}  // namespace

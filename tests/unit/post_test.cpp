@@ -1,0 +1,133 @@
+#include <corio/event_loop.hpp>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "support/lifetime.hpp"
+
+namespace {
+
+TEST(post, functor_runs_on_the_loop_thread) {
+  corio::event_loop loop;
+  std::thread::id ran_on;
+  std::thread runner([&] { loop.run(); });
+  const std::thread::id runner_id = runner.get_id();
+  loop.post([&] {
+    ran_on = std::this_thread::get_id();
+    loop.stop();
+  });
+  runner.join();
+  EXPECT_EQ(ran_on, runner_id);
+}
+
+TEST(post, functors_from_one_thread_run_in_fifo_order) {
+  corio::event_loop loop;
+  std::vector<int> order;
+  for (int i = 0; i < 2000; ++i) {  // crosses several segments
+    loop.post([&order, i] { order.push_back(i); });
+  }
+  loop.run_until_idle();
+  ASSERT_EQ(order.size(), 2000u);
+  for (int i = 0; i < 2000; ++i) {
+    ASSERT_EQ(order[i], i);
+  }
+}
+
+TEST(post, returns_false_and_keeps_functor_after_stop) {
+  corio::event_loop loop;
+  loop.stop();
+  bool ran = false;
+  EXPECT_FALSE(loop.post([&] { ran = true; }));
+  loop.run_until_idle();
+  EXPECT_FALSE(ran);
+}
+
+TEST(post, large_functor_is_boxed_and_runs) {
+  corio::event_loop loop;
+  std::array<long, 32> payload{};
+  payload[31] = 5;
+  long seen = 0;
+  loop.post([payload, &seen] { seen = payload[31]; });
+  loop.run_until_idle();
+  EXPECT_EQ(seen, 5);
+}
+
+TEST(post, unrun_functors_are_destroyed_with_the_loop) {
+  corio::test::lifetime_counts counts;
+  {
+    corio::event_loop loop;
+    for (int i = 0; i < 600; ++i) {
+      loop.post([held = corio::test::counted(counts)] {});
+    }
+    std::array<long, 32> big{};
+    loop.post([held = corio::test::counted(counts), big] {});
+    EXPECT_EQ(counts.alive.load(), 601);
+  }
+  EXPECT_EQ(counts.alive.load(), 0);
+}
+
+TEST(post, exception_from_functor_propagates_out_of_run_and_the_rest_still_run) {
+  corio::event_loop loop;
+  int after = 0;
+  loop.post([] { throw std::runtime_error("posted failure"); });
+  loop.post([&] { ++after; });
+  EXPECT_THROW(loop.run_until_idle(), std::runtime_error);
+  loop.run_until_idle();
+  EXPECT_EQ(after, 1);
+}
+
+TEST(post, wakes_a_parked_loop) {
+  corio::event_loop loop;
+  std::atomic<int> ran{0};
+  std::thread runner([&] { loop.run(); });
+  for (int i = 0; i < 200; ++i) {
+    // Give the loop time to park between posts so each post must wake it.
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    loop.post([&] { ran.fetch_add(1, std::memory_order_relaxed); });
+  }
+  loop.post([&] { loop.stop(); });
+  runner.join();
+  EXPECT_EQ(ran.load(), 200);
+}
+
+TEST(post, channel_of_an_exited_producer_is_drained_then_reclaimed) {
+  corio::event_loop loop;
+  int ran = 0;
+  for (int round = 0; round < 50; ++round) {
+    std::thread producer([&] {
+      for (int i = 0; i < 10; ++i) {
+        loop.post([&] { ++ran; });
+      }
+    });
+    producer.join();
+    loop.run_until_idle();
+  }
+  EXPECT_EQ(ran, 500);
+}
+
+TEST(post, producer_thread_outliving_the_loop_is_safe) {
+  std::atomic<int> phase{0};
+  auto loop = std::make_unique<corio::event_loop>();
+  std::thread producer([&] {
+    loop->post([] {});
+    phase = 1;
+    while (phase.load() != 2) {
+      std::this_thread::yield();
+    }
+    // The loop is gone: the thread exits and drops its channel reference last.
+  });
+  while (phase.load() != 1) {
+    std::this_thread::yield();
+  }
+  loop.reset();
+  phase = 2;
+  producer.join();
+}
+
+}  // namespace

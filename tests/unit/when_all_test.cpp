@@ -1,0 +1,105 @@
+#include <corio/event_loop.hpp>
+#include <corio/sync_wait.hpp>
+#include <corio/task.hpp>
+#include <corio/when_all.hpp>
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+corio::task<int> value_after_yields(int value, int yields) {
+  for (int i = 0; i < yields; ++i) {
+    co_await corio::yield();
+  }
+  co_return value;
+}
+
+TEST(when_all, collects_heterogeneous_results_in_a_tuple) {
+  auto text = []() -> corio::task<std::string> { co_return "x"; };
+  auto nothing = []() -> corio::task<void> { co_return; };
+  auto [number, word, unit] = corio::sync_wait(corio::when_all(value_after_yields(3, 0), text(), nothing()));
+  EXPECT_EQ(number, 3);
+  EXPECT_EQ(word, "x");
+  EXPECT_EQ(unit, std::monostate{});
+}
+
+TEST(when_all, runs_operands_concurrently_on_a_loop) {
+  corio::event_loop loop;
+  std::vector<int> order;
+  auto step = [&](int id, int yields) -> corio::task<int> {
+    for (int i = 0; i < yields; ++i) {
+      order.push_back(id);
+      co_await corio::yield();
+    }
+    co_return id;
+  };
+  std::tuple<int, int> result;
+  auto parent = [&]() -> corio::task<void> { result = co_await corio::when_all(step(1, 2), step(2, 2)); };
+  loop.spawn(parent());
+  loop.run_until_idle();
+  EXPECT_EQ(result, std::make_tuple(1, 2));
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 1, 2}));
+}
+
+TEST(when_all, range_form_returns_results_in_order) {
+  corio::event_loop loop;
+  std::vector<int> results;
+  auto parent = [&]() -> corio::task<void> {
+    std::vector<corio::task<int>> tasks;
+    for (int i = 0; i < 10; ++i) {
+      tasks.push_back(value_after_yields(i, 10 - i));
+    }
+    results = co_await corio::when_all(std::move(tasks));
+  };
+  loop.spawn(parent());
+  loop.run_until_idle();
+  EXPECT_EQ(results, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+}
+
+TEST(when_all, rethrows_first_failure_after_all_finish) {
+  corio::event_loop loop;
+  bool slow_finished = false;
+  auto slow = [&]() -> corio::task<int> {
+    co_await corio::yield();
+    co_await corio::yield();
+    slow_finished = true;
+    co_return 1;
+  };
+  auto failing = []() -> corio::task<int> {
+    co_await corio::yield();
+    throw std::runtime_error("first");
+  };
+  bool caught = false;
+  auto parent = [&]() -> corio::task<void> {
+    try {
+      co_await corio::when_all(slow(), failing());
+    } catch (const std::runtime_error&) {
+      caught = true;
+    }
+  };
+  loop.spawn(parent());
+  loop.run_until_idle();
+  EXPECT_TRUE(caught);
+  EXPECT_TRUE(slow_finished);
+}
+
+TEST(when_all, empty_range_completes_immediately) {
+  std::vector<corio::task<void>> none;
+  EXPECT_NO_THROW(corio::sync_wait(corio::when_all(std::move(none))));
+}
+
+TEST(when_all, many_synchronous_operands_do_not_overflow_the_stack) {
+  auto ready = []() -> corio::task<int> { co_return 1; };
+  std::vector<corio::task<int>> tasks;
+  for (int i = 0; i < 100'000; ++i) {
+    tasks.push_back(ready());
+  }
+  auto results = corio::sync_wait(corio::when_all(std::move(tasks)));
+  EXPECT_EQ(results.size(), 100'000u);
+}
+
+}  // namespace

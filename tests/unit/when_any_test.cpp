@@ -1,0 +1,96 @@
+#include <corio/event_loop.hpp>
+#include <corio/sync_wait.hpp>
+#include <corio/task.hpp>
+#include <corio/when_any.hpp>
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+corio::task<int> yields_then_returns(int value, int yields, int* cancelled_count = nullptr) {
+  try {
+    for (int i = 0; i < yields; ++i) {
+      co_await corio::yield();
+    }
+  } catch (const corio::cancelled&) {
+    if (cancelled_count != nullptr) {
+      ++*cancelled_count;
+    }
+    throw;
+  }
+  co_return value;
+}
+
+TEST(when_any, returns_first_finisher_with_its_index) {
+  corio::event_loop loop;
+  std::variant<std::string, int> result;
+  auto slow_text = []() -> corio::task<std::string> {
+    for (int i = 0; i < 5; ++i) {
+      co_await corio::yield();
+    }
+    co_return "slow";
+  };
+  auto parent = [&]() -> corio::task<void> { result = co_await corio::when_any(slow_text(), yields_then_returns(9, 1)); };
+  loop.spawn(parent());
+  loop.run_until_idle();
+  ASSERT_EQ(result.index(), 1u);
+  EXPECT_EQ(std::get<1>(result), 9);
+}
+
+TEST(when_any, cancels_the_losers_at_their_next_suspension) {
+  corio::event_loop loop;
+  int cancelled = 0;
+  corio::when_any_result<int> result{};
+  auto parent = [&]() -> corio::task<void> {
+    std::vector<corio::task<int>> tasks;
+    tasks.push_back(yields_then_returns(1, 1000, &cancelled));
+    tasks.push_back(yields_then_returns(2, 2, &cancelled));
+    tasks.push_back(yields_then_returns(3, 1000, &cancelled));
+    result = co_await corio::when_any(std::move(tasks));
+  };
+  loop.spawn(parent());
+  loop.run_until_idle();
+  EXPECT_EQ(result.index, 1u);
+  EXPECT_EQ(result.value, 2);
+  EXPECT_EQ(cancelled, 2);
+}
+
+TEST(when_any, rethrows_the_winners_exception) {
+  auto failing = []() -> corio::task<int> {
+    throw std::runtime_error("winner failed");
+    co_return 0;
+  };
+  std::vector<corio::task<int>> tasks;
+  tasks.push_back(failing());
+  EXPECT_THROW(corio::sync_wait(corio::when_any(std::move(tasks))), std::runtime_error);
+}
+
+TEST(when_any, empty_range_throws_invalid_argument) {
+  std::vector<corio::task<int>> none;
+  EXPECT_THROW(corio::sync_wait(corio::when_any(std::move(none))), std::invalid_argument);
+}
+
+TEST(when_any, void_range_yields_the_winner_index) {
+  corio::event_loop loop;
+  std::size_t winner = 99;
+  auto waits = [](int yields) -> corio::task<void> {
+    for (int i = 0; i < yields; ++i) {
+      co_await corio::yield();
+    }
+  };
+  auto parent = [&]() -> corio::task<void> {
+    std::vector<corio::task<void>> tasks;
+    tasks.push_back(waits(10));
+    tasks.push_back(waits(3));
+    winner = co_await corio::when_any(std::move(tasks));
+  };
+  loop.spawn(parent());
+  loop.run_until_idle();
+  EXPECT_EQ(winner, 1u);
+}
+
+}  // namespace
