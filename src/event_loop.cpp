@@ -7,6 +7,7 @@ namespace corio {
 namespace detail {
 
 thread_local constinit event_loop* current_loop = nullptr;
+thread_local constinit executor* current_executor = nullptr;
 
 void root_promise::finish::await_suspend(root_handle self) const noexcept {
   self.promise().loop_->forget_root(self.promise());
@@ -38,8 +39,12 @@ class event_loop::running_scope {
       throw std::logic_error("corio::event_loop: this thread is already running a loop");
     }
     detail::current_loop = &loop;
+    detail::current_executor = &loop;
   }
-  ~running_scope() { detail::current_loop = nullptr; }
+  ~running_scope() {
+    detail::current_loop = nullptr;
+    detail::current_executor = nullptr;
+  }
   running_scope(const running_scope&) = delete;
   running_scope& operator=(const running_scope&) = delete;
 };
@@ -93,6 +98,15 @@ void event_loop::stop() noexcept {
   parker_.unpark_if_parked();
 }
 
+void event_loop::schedule(std::coroutine_handle<> handle) noexcept {
+  if (detail::current_loop == this) {
+    ready_.push(handle);
+  } else {
+    // Refused only once the loop is stopped; the frame then goes with the loop's roots.
+    posts_.push([this, handle] { ready_.push(handle); });
+  }
+}
+
 void event_loop::rethrow_pending_error() {
   if (error_) {
     std::rethrow_exception(std::exchange(error_, nullptr));
@@ -102,12 +116,21 @@ void event_loop::rethrow_pending_error() {
 // One round: a batch of ready coroutines, then a batch of posted functors. Returns whether it did
 // anything.
 bool event_loop::run_one_round() {
+  bool fired = !timers_.empty() && timers_.fire_due(detail::timer_queue::clock::now()) != 0;
   std::size_t resumed = 0;
   for (; resumed < ready_batch && !ready_.empty(); ++resumed) {
     ready_.pop().resume();
   }
   rethrow_pending_error();
-  return posts_.drain(post_batch) != 0 || resumed != 0;
+  return posts_.drain(post_batch) != 0 || resumed != 0 || fired;
+}
+
+std::optional<std::chrono::nanoseconds> event_loop::park_timeout() const noexcept {
+  auto earliest = timers_.earliest();
+  if (!earliest) {
+    return std::nullopt;
+  }
+  return *earliest - detail::timer_queue::clock::now();
 }
 
 void event_loop::run() {
@@ -121,7 +144,7 @@ void event_loop::run() {
       parker_.cancel_park();
       continue;
     }
-    parker_.park(std::nullopt);
+    parker_.park(park_timeout());
   }
 }
 

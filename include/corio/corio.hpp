@@ -5,5 +5,6 @@
 #include <corio/generator.hpp>
 #include <corio/sync_wait.hpp>
 #include <corio/task.hpp>
+#include <corio/time.hpp>
 #include <corio/when_all.hpp>
 #include <corio/when_any.hpp>

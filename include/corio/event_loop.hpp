@@ -8,7 +8,8 @@
 //    local run queue. Other threads reach the loop through post() alone.
 //  - Every coroutine spawned on the loop is a root in `roots_` until it finishes; destroying the loop
 //    destroys every root frame still alive, and with it the chain of tasks each root awaits.
-// Threads: post(), stop() and stopped() are thread-safe. Everything else is for the loop's thread
+// Threads: post(), stop() and stopped() are thread-safe, as are the executor entry points awaitables
+//   use (waking a coroutine parked here, arming a timer). Everything else is for the loop's thread
 //   (or any single thread before the first run()).
 // Scheduling: run() alternates a batch of up to 64 ready coroutines with a batch of up to 1024 posted
 //   functors, so neither can starve the other; when both are empty it parks on a
@@ -22,12 +23,15 @@
 #include <coroutine>
 #include <cstddef>
 #include <exception>
+#include <optional>
 #include <utility>
 
+#include <corio/detail/executor.hpp>
 #include <corio/detail/parker.hpp>
 #include <corio/detail/post_queue.hpp>
 #include <corio/detail/promise_base.hpp>
 #include <corio/detail/run_queue.hpp>
+#include <corio/detail/timer_queue.hpp>
 #include <corio/errors.hpp>
 #include <corio/task.hpp>
 
@@ -88,7 +92,7 @@ struct yield_awaiter {
 ///     std::thread producer([&] { loop.post([] { std::puts("runs on the loop thread"); }); });
 ///     loop.run_until_idle();
 ///     producer.join();
-class event_loop {
+class event_loop final : private detail::executor {
  public:
   event_loop();
   ~event_loop();
@@ -127,8 +131,8 @@ class event_loop {
     return posts_.push(std::forward<F>(functor));
   }
 
-  /// Loop thread: queues a suspended coroutine to be resumed by this loop.
-  void schedule(std::coroutine_handle<> handle) { ready_.push(handle); }
+  /// Loop thread only: queues a suspended coroutine at the back of the run queue.
+  void schedule_local(std::coroutine_handle<> handle) { ready_.push(handle); }
 
   /// The loop running on the calling thread, or null.
   static event_loop* current() noexcept { return detail::current_loop; }
@@ -138,7 +142,12 @@ class event_loop {
 
   class running_scope;
 
+  void schedule(std::coroutine_handle<> handle) noexcept override;
+  detail::timer_queue& timers() noexcept override { return timers_; }
+  void earliest_timer_changed() noexcept override { parker_.unpark_if_parked(); }
+
   bool run_one_round();
+  std::optional<std::chrono::nanoseconds> park_timeout() const noexcept;
   void rethrow_pending_error();
   void adopt_root(detail::root_promise& root);
   void forget_root(detail::root_promise& root) noexcept;
@@ -146,6 +155,7 @@ class event_loop {
   detail::run_queue ready_;
   detail::parker parker_;
   detail::post_queue posts_;
+  detail::timer_queue timers_;
   detail::root_promise* roots_ = nullptr;
   std::exception_ptr error_;
 };
@@ -163,7 +173,7 @@ inline auto schedule_on(event_loop& loop) noexcept {
     bool await_ready() const noexcept { return detail::current_loop == &target_; }
     void await_suspend(std::coroutine_handle<> self) {
       event_loop* target = &target_;
-      if (!target->post([target, self] { target->schedule(self); })) {
+      if (!target->post([target, self] { target->schedule_local(self); })) {
         throw loop_stopped("corio::schedule_on: the target loop is stopped");
       }
     }
@@ -175,7 +185,7 @@ inline auto schedule_on(event_loop& loop) noexcept {
 template <class Promise>
 void detail::yield_awaiter::await_suspend(std::coroutine_handle<Promise> self) {
   stop_ = stop_token_of(self);
-  current_loop->schedule(self);
+  current_loop->schedule_local(self);
 }
 
 }  // namespace corio

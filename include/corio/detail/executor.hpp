@@ -1,0 +1,45 @@
+#pragma once
+// The one interface through which everything that suspends a coroutine gets it resumed again.
+//
+// An executor owns coroutines and resumes them from its run queue: an event_loop, or a runtime (whose
+// workers share one executor identity, since tasks migrate between them). An awaitable that parks a
+// coroutine records `current_executor` at suspension; whoever completes the wait later, on any thread,
+// calls `schedule` on that executor. Nothing else resumes a parked coroutine.
+// Threads: schedule() and timers() are thread-safe. `current_executor` is per thread.
+#include <coroutine>
+
+namespace corio::detail {
+
+class timer_queue;
+
+class executor {
+ public:
+  /// Thread-safe. Makes `handle` runnable on this executor; never resumes it inline. Called from the
+  /// executor's own thread it is a local push; from elsewhere, a lock-free post or an injection.
+  /// After shutdown the handle is dropped: its frame is destroyed by the shutdown itself.
+  virtual void schedule(std::coroutine_handle<> handle) noexcept = 0;
+
+  /// Thread-safe. The timers this executor fires.
+  virtual timer_queue& timers() noexcept = 0;
+
+  /// Thread-safe. Called after a timer was armed that is now the earliest, so that a thread parked
+  /// with a later timeout re-arms its wait.
+  virtual void earliest_timer_changed() noexcept = 0;
+
+ protected:
+  ~executor() = default;
+};
+
+/// The executor whose thread runs the calling code, or null on a plain thread.
+extern thread_local constinit executor* current_executor;
+
+/// Resumes `handle` through `owner`, or inline when it was suspended on a plain thread (no executor).
+inline void resume_through(executor* owner, std::coroutine_handle<> handle) {
+  if (owner != nullptr) {
+    owner->schedule(handle);
+  } else {
+    handle.resume();
+  }
+}
+
+}  // namespace corio::detail

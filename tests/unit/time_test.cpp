@@ -1,0 +1,145 @@
+#include <corio/event_loop.hpp>
+#include <corio/sync_wait.hpp>
+#include <corio/task.hpp>
+#include <corio/time.hpp>
+#include <corio/when_all.hpp>
+#include <corio/when_any.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// Runs `body` on a loop driven by run() on this thread until it finishes.
+template <class Body>
+void run_on_loop(Body body) {
+  corio::event_loop loop;
+  auto wrapper = [&]() -> corio::task<void> {
+    try {
+      co_await body();
+    } catch (...) {
+      loop.stop();
+      throw;
+    }
+    loop.stop();
+  };
+  loop.spawn(wrapper());
+  loop.run();
+}
+
+TEST(time, sleep_for_waits_at_least_the_duration) {
+  corio::clock::duration slept{};
+  run_on_loop([&]() -> corio::task<void> {
+    auto start = corio::clock::now();
+    co_await corio::sleep_for(20ms);
+    slept = corio::clock::now() - start;
+  });
+  EXPECT_GE(slept, 20ms);
+}
+
+TEST(time, sleepers_wake_in_deadline_order) {
+  std::vector<int> order;
+  run_on_loop([&]() -> corio::task<void> {
+    auto sleeper = [&](int id, std::chrono::milliseconds d) -> corio::task<void> {
+      co_await corio::sleep_for(d);
+      order.push_back(id);
+    };
+    co_await corio::when_all(sleeper(3, 30ms), sleeper(1, 10ms), sleeper(2, 20ms));
+  });
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+}
+
+TEST(time, sleep_until_a_past_deadline_completes_promptly) {
+  bool done = false;
+  run_on_loop([&]() -> corio::task<void> {
+    co_await corio::sleep_until(corio::clock::now() - 1s);
+    done = true;
+  });
+  EXPECT_TRUE(done);
+}
+
+TEST(time, with_timeout_throws_timed_out_and_cancels_the_operation) {
+  bool operation_cancelled = false;
+  bool timed_out = false;
+  run_on_loop([&]() -> corio::task<void> {
+    auto slow = [&]() -> corio::task<int> {
+      try {
+        co_await corio::sleep_for(10s);
+      } catch (const corio::cancelled&) {
+        operation_cancelled = true;
+        throw;
+      }
+      co_return 1;
+    };
+    try {
+      co_await corio::with_timeout(10ms, slow());
+    } catch (const corio::timed_out&) {
+      timed_out = true;
+    }
+  });
+  EXPECT_TRUE(timed_out);
+  EXPECT_TRUE(operation_cancelled);
+}
+
+TEST(time, with_timeout_passes_through_a_fast_result) {
+  int value = 0;
+  auto start = corio::clock::now();
+  run_on_loop([&]() -> corio::task<void> {
+    auto fast = []() -> corio::task<int> {
+      co_await corio::sleep_for(1ms);
+      co_return 5;
+    };
+    value = co_await corio::with_timeout(10s, fast());
+  });
+  EXPECT_EQ(value, 5);
+  EXPECT_LT(corio::clock::now() - start, 5s);  // the 10 s timer was cancelled, not waited for
+}
+
+TEST(time, cancelling_a_sleeper_removes_its_timer_and_wakes_it_at_once) {
+  auto start = corio::clock::now();
+  std::size_t winner = 99;
+  run_on_loop([&]() -> corio::task<void> {
+    std::vector<corio::task<void>> racers;
+    racers.push_back([]() -> corio::task<void> { co_await corio::sleep_for(1h); }());
+    racers.push_back([]() -> corio::task<void> { co_await corio::yield(); }());
+    winner = co_await corio::when_any(std::move(racers));
+  });
+  EXPECT_EQ(winner, 1u);
+  EXPECT_LT(corio::clock::now() - start, 5s);
+}
+
+TEST(time, sleep_without_an_executor_throws_logic_error) {
+  auto body = []() -> corio::task<void> { co_await corio::sleep_for(1ms); };
+  EXPECT_THROW(corio::sync_wait(body()), std::logic_error);
+}
+
+TEST(time, destroying_a_loop_with_sleepers_disarms_their_timers) {
+  auto loop = std::make_unique<corio::event_loop>();
+  for (int i = 0; i < 100; ++i) {
+    loop->spawn([]() -> corio::task<void> { co_await corio::sleep_for(1h); }());
+  }
+  loop->run_until_idle();
+  loop.reset();  // ASan/LSan would flag a timer left pointing into a freed frame
+  SUCCEED();
+}
+
+TEST(time, a_parked_loop_wakes_for_its_timer) {
+  corio::event_loop loop;
+  bool woke = false;
+  auto sleeper = [&]() -> corio::task<void> {
+    co_await corio::sleep_for(30ms);
+    woke = true;
+    loop.stop();
+  };
+  loop.spawn(sleeper());
+  loop.run();  // parks with the timer's deadline as timeout
+  EXPECT_TRUE(woke);
+}
+
+}  // namespace
