@@ -13,6 +13,8 @@ fails or any run fails its self-check.
 """
 
 import argparse
+import importlib.util
+import os
 import sys
 import time
 from pathlib import Path
@@ -20,6 +22,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
+sys.dont_write_bytecode = True  # keep bench/ free of __pycache__
 
 from experiments import EXPERIMENTS  # noqa: E402  (found through the path set just above)
 from labkit import build, report, results, runner  # noqa: E402
@@ -50,9 +53,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     args = parse(argv)
-    try:
-        import matplotlib  # noqa: F401  (checked before any build, so a missing plotter fails fast)
-    except ImportError:
+    if importlib.util.find_spec("matplotlib") is None:  # checked before any build, to fail fast
         print("lab: needs matplotlib; run with /usr/bin/python3 (Debian's python3-matplotlib)", file=sys.stderr)
         return 1
 
@@ -67,11 +68,15 @@ def main(argv: list[str]) -> int:
 
     failures: list[str] = []
     for experiment in selected:
+        load = os.getloadavg()[0]
+        if load > 0.5 * (os.cpu_count() or 1):
+            print(f"lab: warning: load average {load:.1f} before {experiment.NAME}; its numbers will be noisy",
+                  file=sys.stderr)
         runs, failed = runner.run_cells(experiment.NAME, experiment.cells(ctx), experiment.COLUMNS,
                                         experiment.METRICS, ctx)
         rows = results.aggregate(runs, experiment.COLUMNS, experiment.KEY, experiment.METRICS)
         results.save(ctx.results_dir, experiment.NAME, experiment.COLUMNS, runs, rows,
-                     "quick" if ctx.quick else "full", ctx.reps, failed)
+                     "quick" if ctx.quick else "full", ctx.reps, load, failed)
         failures += failed
 
     sections = []

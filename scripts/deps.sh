@@ -7,7 +7,7 @@
 # everything costs no network and well under a second. When something is missing:
 #   - as root: `apt-get update` once, then install only the missing packages;
 #   - otherwise: print the one `sudo apt-get install` line to run, and exit 1.
-# Toolchains that do not come from Debian (Go now; cargo and mvn later) are checked
+# Toolchains that do not come from Debian (Go and cargo now; mvn later) are checked
 # on PATH and in their usual install locations; each is one `need_tool` line below.
 set -euo pipefail
 
@@ -60,7 +60,7 @@ need_tool() {
 }
 
 need_tool go /usr/local/go/bin "install Go 1.22+ from https://go.dev/dl/ (tar -C /usr/local -xzf go*.linux-amd64.tar.gz)"
-# need_tool cargo "$HOME/.cargo/bin" "install Rust with https://rustup.rs (rustup default stable)"
+need_tool cargo "${CARGO_HOME:-$HOME/.cargo}/bin" "install Rust with https://rustup.rs (rustup default stable)"
 # need_tool mvn /opt/maven/bin "apt-get install maven, or unpack Apache Maven into /opt/maven"
 
 if ((tool_errors)); then

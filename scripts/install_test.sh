@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Install-and-consume test: install the release build into a fresh prefix, build the
+# Install-and-consume test: install a release build into a fresh prefix, build the
 # tiny user project in tests/install against that prefix only, and run it.
 #
-# usage: scripts/install_test.sh            (from anywhere; uses the `release` preset)
+# usage: scripts/install_test.sh            (from anywhere)
 #
 # Steps:
-#   1. configure + build the release preset (a no-op when `make test` already did);
-#   2. install it into build/install-test/prefix (wiped first);
+#   1. configure the `release` preset into a *fresh* build dir, build/install-test/corio,
+#      with tests off (a user's first configure: a build dir configured twice can hide
+#      variables that are only set, and cached, later in the first run);
+#   2. build it and install it into build/install-test/prefix;
 #   3. check the installed CMake package names no path in the source or build tree;
 #   4. configure tests/install with CMAKE_PREFIX_PATH=<prefix> (package registries off),
 #      check find_package(corio) found *that* prefix, build it, run it.
@@ -18,18 +20,17 @@ work=$root/build/install-test
 prefix=$work/prefix
 jobs=${JOBS:-$(nproc)}
 
-cmake --preset release >/dev/null
-cmake --build --preset release -j "$jobs"
-
 rm -rf "$work"
-cmake --install build/release --prefix "$prefix"
+cmake --preset release -B "$work/corio" -DCORIO_BUILD_TESTS=OFF >/dev/null
+cmake --build "$work/corio" -j "$jobs"
+cmake --install "$work/corio" --prefix "$prefix"
 
 pkgdir=$(find "$prefix" -type d -path '*/cmake/corio' | head -n 1)
 if [[ -z "$pkgdir" ]]; then
   echo "install-test: no lib*/cmake/corio package directory under $prefix" >&2
   exit 1
 fi
-if grep -rn -e "$root/src" -e "$root/include" -e "$root/build/release" "$pkgdir"; then
+if grep -rn -e "$root/src" -e "$root/include" -e "$work/corio" "$pkgdir"; then
   echo "install-test: the installed package refers to the source or build tree (above)" >&2
   exit 1
 fi

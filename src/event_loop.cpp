@@ -3,24 +3,13 @@
 
 #include <stdexcept>
 
+#include <corio/join_handle.hpp>
+
 namespace corio {
 namespace detail {
 
 thread_local constinit event_loop* current_loop = nullptr;
 thread_local constinit executor* current_executor = nullptr;
-
-void root_promise::finish::await_suspend(root_handle self) const noexcept {
-  self.promise().loop_->forget_root(self.promise());
-  self.destroy();
-}
-
-void root_promise::unhandled_exception() noexcept {
-  if (!loop_->error_) {
-    loop_->error_ = std::current_exception();
-  }
-}
-
-root_task make_root(task<void> body) { co_await std::move(body); }
 
 }  // namespace detail
 
@@ -54,42 +43,23 @@ event_loop::event_loop() : posts_(parker_) {}
 event_loop::~event_loop() {
   posts_.close();
   ready_.clear();
-  while (roots_ != nullptr) {
-    detail::root_promise* root = roots_;
-    forget_root(*root);
-    detail::root_handle::from_promise(*root).destroy();
-  }
+  roots_.destroy_all();
 }
 
-void event_loop::spawn(task<void> body) {
-  if (!body.valid()) {
-    throw invalid_task("corio::event_loop::spawn: empty or finished task");
-  }
+void event_loop::spawn(task<void> body) { detail::spawn_on(*this, std::move(body)).detach(); }
+
+void event_loop::adopt(detail::root_base& root) {
   if (stopped()) {
-    throw loop_stopped("corio::event_loop::spawn: the loop is stopped");
+    throw loop_stopped("corio::event_loop: spawning on a stopped loop");
   }
-  detail::root_handle root = detail::make_root(std::move(body)).handle;
-  adopt_root(root.promise());
-  ready_.push(root);
+  roots_.add(root);
+  schedule(root.self_);
 }
 
-void event_loop::adopt_root(detail::root_promise& root) {
-  root.loop_ = this;
-  root.next_ = roots_;
-  if (roots_ != nullptr) {
-    roots_->prev_ = &root;
-  }
-  roots_ = &root;
-}
-
-void event_loop::forget_root(detail::root_promise& root) noexcept {
-  if (root.prev_ != nullptr) {
-    root.prev_->next_ = root.next_;
-  } else {
-    roots_ = root.next_;
-  }
-  if (root.next_ != nullptr) {
-    root.next_->prev_ = root.prev_;
+void event_loop::report_unhandled(std::exception_ptr failure) noexcept {
+  std::lock_guard lock(error_mutex_);
+  if (!error_) {
+    error_ = std::move(failure);
   }
 }
 
@@ -108,8 +78,13 @@ void event_loop::schedule(std::coroutine_handle<> handle) noexcept {
 }
 
 void event_loop::rethrow_pending_error() {
-  if (error_) {
-    std::rethrow_exception(std::exchange(error_, nullptr));
+  std::exception_ptr failure;
+  {
+    std::lock_guard lock(error_mutex_);
+    failure = std::exchange(error_, nullptr);
+  }
+  if (failure) {
+    std::rethrow_exception(failure);
   }
 }
 
@@ -119,6 +94,7 @@ bool event_loop::run_one_round() {
   bool fired = !timers_.empty() && timers_.fire_due(detail::timer_queue::clock::now()) != 0;
   std::size_t resumed = 0;
   for (; resumed < ready_batch && !ready_.empty(); ++resumed) {
+    detail::refill_coop_budget();
     ready_.pop().resume();
   }
   rethrow_pending_error();

@@ -36,7 +36,7 @@ std::size_t timer_queue::fire_due(clock::time_point now) noexcept {
 }
 
 std::optional<timer_queue::clock::time_point> timer_queue::earliest() const noexcept {
-  std::int64_t ns = earliest_ns_.load(std::memory_order_acquire);
+  std::int64_t ns = earliest_ns_.load(std::memory_order_seq_cst);
   if (ns == none) {
     return std::nullopt;
   }
@@ -48,7 +48,7 @@ void timer_queue::publish_earliest() noexcept {
                                   : std::chrono::duration_cast<std::chrono::nanoseconds>(
                                         heap_.front()->deadline_.time_since_epoch())
                                         .count();
-  earliest_ns_.store(ns, std::memory_order_release);
+  earliest_ns_.store(ns, std::memory_order_seq_cst);
 }
 
 void timer_queue::place(std::size_t index, timer* t) noexcept {

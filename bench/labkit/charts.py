@@ -17,7 +17,7 @@ def _pyplot():
 
 
 def figure(panels: int, title: str):
-    fig, axes = _pyplot().subplots(1, panels, figsize=(5.2 * panels, 4.2), squeeze=False)
+    fig, axes = _pyplot().subplots(1, panels, figsize=(max(8.0, 5.2 * panels), 4.4), squeeze=False)
     fig.suptitle(title)
     return fig, list(axes[0])
 
@@ -49,8 +49,7 @@ def grouped_bars(ax, results: Results, metric: str, series: list[str], groups: l
         ax.bar(positions, medians, width, yerr=spread, capsize=2, label=impl)
     ax.set_xticks(range(len(groups)), group_labels)
     ax.set_ylabel(ylabel)
-    if log:
-        ax.set_yscale("log")
+    _scale(ax, log)
     ax.grid(axis="y", which="both", alpha=0.3)
 
 
@@ -64,15 +63,32 @@ def lines(ax, results: Results, metric: str, series: list[str], xs: list[str], x
     ax.set_xticks([float(x) for x in xs], xs)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
+    _scale(ax, log)
+    ax.grid(which="both", alpha=0.3)
+
+
+def _scale(ax, log: bool) -> None:
+    """Log or linear y axis, labelled in engineering units (2 k, 5 M); on a log axis the minor ticks
+    at 2 and 5 are labelled too, so a range under two decades still reads."""
+    from matplotlib.ticker import EngFormatter, FuncFormatter
+
+    plain = EngFormatter(sep=" ")
+    ax.yaxis.set_major_formatter(plain)
     if log:
         ax.set_yscale("log")
-    ax.grid(which="both", alpha=0.3)
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(FuncFormatter(lambda value, _: plain(value) if _leading_digit(value) in (2, 5)
+                                                   else ""))
+
+
+def _leading_digit(value: float) -> int:
+    return int(f"{value:e}"[0]) if value > 0 else 0
 
 
 def save(fig, path) -> None:
     handles, labels = fig.axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), frameon=False)
-    fig.tight_layout(rect=(0, 0.08, 1, 0.95))
+    fig.tight_layout(rect=(0, 0.09, 1, 0.95))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     _pyplot().close(fig)

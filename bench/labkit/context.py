@@ -20,6 +20,10 @@ class Context:
         return self.build_dir / "go"
 
     @property
+    def rust_dir(self) -> Path:
+        return self.build_dir / "rust"  # CARGO_TARGET_DIR
+
+    @property
     def results_dir(self) -> Path:
         return self.root / "results"
 
@@ -32,3 +36,6 @@ class Context:
 
     def go_binary(self, name: str) -> str:
         return str(self.go_dir / name)
+
+    def rust_binary(self, name: str) -> str:
+        return str(self.rust_dir / "release" / name)

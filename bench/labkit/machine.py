@@ -35,6 +35,14 @@ def _go_version() -> str:
     return "not found"
 
 
+def _rust_version() -> str:
+    for rustc in ("rustc", os.path.expanduser("~/.cargo/bin/rustc")):
+        version = _first_line([rustc, "--version"])
+        if version != "not found":
+            return version
+    return "not found"
+
+
 def describe() -> list[tuple[str, str]]:
     """(label, value) pairs for the report's Machine section."""
     uname = platform.uname()
@@ -45,5 +53,6 @@ def describe() -> list[tuple[str, str]]:
         ("Kernel", f"{uname.system} {uname.release} {uname.machine}"),
         ("g++", re.sub(r"^g\+\+\s*", "", gxx)),
         ("Go", _go_version()),
+        ("Rust", _rust_version()),
         ("Report date", datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
     ]

@@ -34,7 +34,8 @@ def _provenance(results: Results) -> str:
     meta = results.meta
     if not meta:
         return "Measured earlier (no metadata kept)."
-    line = f"Measured {meta.get('measured', '?')}, {meta.get('mode', '?')} run, {meta.get('reps', '?')} runs per cell."
+    line = (f"Measured {meta.get('measured', '?')} ({meta.get('mode', '?')} run; runs per cell: {meta.get('reps', '?')}; "
+            f"1-minute load average at the start: {meta.get('load_at_start', '?')}).")
     failures = meta.get("failures") or []
     if failures:
         line += "\n\n**Failed runs** (their cells are missing):\n" + "\n".join(f"- `{f}`" for f in failures)
@@ -67,7 +68,9 @@ def render(path: Path, sections: list[tuple[object, Results]]) -> None:
         targets += [(experiment.NAME, target) for target in experiment.targets(results)]
     if targets:
         passed = sum(target.passed for _, target in targets)
-        parts += ["\n## Targets\n", f"{passed} of {len(targets)} targets met in this report.", "",
-                  _targets_table(targets)]
+        parts += ["\n## Targets\n", f"{passed} of {len(targets)} targets met in this report."]
+        if any(results.meta.get("mode") == "quick" for _, results in sections):
+            parts.append("Quick runs are smoke tests (smaller sizes, short windows): judge targets on a full run.")
+        parts += ["", _targets_table(targets)]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(parts) + "\n")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .context import Context
 
-RUN_TIMEOUT_SECONDS = 600
+RUN_TIMEOUT_SECONDS = {"full": 600, "quick": 120}
 
 
 @dataclass(frozen=True)
@@ -30,11 +30,11 @@ def _parse_row(stdout: str, columns: list[str]) -> dict[str, str]:
     return dict(zip(columns, values))
 
 
-def _run_once(cell: Cell, columns: list[str]) -> dict[str, str]:
+def _run_once(cell: Cell, columns: list[str], timeout: int) -> dict[str, str]:
     try:
-        done = subprocess.run(cell.argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_SECONDS)
-    except subprocess.TimeoutExpired as timeout:
-        raise ValueError(f"timed out after {timeout.timeout}s") from None
+        done = subprocess.run(cell.argv, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise ValueError(f"timed out after {timeout}s") from None
     if done.returncode != 0:
         raise ValueError(f"exit {done.returncode}: {done.stderr.strip()}")
     return _parse_row(done.stdout, columns)
@@ -58,7 +58,7 @@ def run_cells(name: str, cells: list[Cell], columns: list[str], metrics: list[st
                 continue
             started = time.monotonic()
             try:
-                row = _run_once(cell, columns)
+                row = _run_once(cell, columns, RUN_TIMEOUT_SECONDS["quick" if ctx.quick else "full"])
             except ValueError as error:
                 message = f"{name}: {cell.label} run {rep}: {error}"
                 print(f"[{name} {count}/{total}] FAILED {message}", file=sys.stderr, flush=True)

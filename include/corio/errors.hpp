@@ -24,4 +24,10 @@ class loop_stopped : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
+/// Thrown when work is handed to a runtime that is shutting down or has shut down.
+class runtime_stopped : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
 }  // namespace corio

@@ -8,6 +8,8 @@
 //    local run queue. Other threads reach the loop through post() alone.
 //  - Every coroutine spawned on the loop is a root in `roots_` until it finishes; destroying the loop
 //    destroys every root frame still alive, and with it the chain of tasks each root awaits.
+//  - A spawned task that hops to another loop (schedule_on) still belongs to this one; the registry is
+//    locked, so it may finish over there.
 // Threads: post(), stop() and stopped() are thread-safe, as are the executor entry points awaitables
 //   use (waking a coroutine parked here, arming a timer). Everything else is for the loop's thread
 //   (or any single thread before the first run()).
@@ -23,6 +25,7 @@
 #include <coroutine>
 #include <cstddef>
 #include <exception>
+#include <mutex>
 #include <optional>
 #include <utility>
 
@@ -30,10 +33,12 @@
 #include <corio/detail/parker.hpp>
 #include <corio/detail/post_queue.hpp>
 #include <corio/detail/promise_base.hpp>
+#include <corio/detail/root_registry.hpp>
 #include <corio/detail/run_queue.hpp>
 #include <corio/detail/timer_queue.hpp>
 #include <corio/errors.hpp>
 #include <corio/task.hpp>
+#include <corio/yield.hpp>
 
 namespace corio {
 
@@ -43,45 +48,6 @@ namespace detail {
 
 /// The loop running on this thread, or null. Set for the duration of run()/run_until_idle().
 extern thread_local constinit event_loop* current_loop;
-
-struct root_promise;
-using root_handle = std::coroutine_handle<root_promise>;
-
-/// The coroutine that owns one spawned task on behalf of a loop.
-struct root_task {
-  using promise_type = root_promise;
-  root_handle handle;
-};
-
-struct root_promise : promise_base {
-  event_loop* loop_ = nullptr;
-  root_promise* prev_ = nullptr;
-  root_promise* next_ = nullptr;
-
-  root_task get_return_object() noexcept { return root_task{root_handle::from_promise(*this)}; }
-  struct finish {
-    bool await_ready() const noexcept { return false; }
-    void await_suspend(root_handle self) const noexcept;
-    void await_resume() const noexcept {}
-  };
-  finish final_suspend() const noexcept { return {}; }
-  void return_void() const noexcept {}
-  void unhandled_exception() noexcept;
-};
-
-root_task make_root(task<void> body);
-
-struct yield_awaiter {
-  const std::stop_token* stop_ = nullptr;
-  bool await_ready() const noexcept { return current_loop == nullptr; }
-  template <class Promise>
-  void await_suspend(std::coroutine_handle<Promise> self);
-  void await_resume() const {
-    if (stop_ != nullptr && stop_->stop_requested()) {
-      throw cancelled();
-    }
-  }
-};
 
 }  // namespace detail
 
@@ -101,6 +67,7 @@ class event_loop final : private detail::executor {
 
   /// Takes ownership of `body` and queues it to start on this loop. Loop thread only (or before the
   /// loop first runs). An exception escaping `body` is rethrown from run()/run_until_idle().
+  /// (corio::spawn, from a coroutine on the loop, returns a join_handle instead.)
   /// Throws corio::invalid_task for an empty task and corio::loop_stopped after stop().
   void spawn(task<void> body);
 
@@ -138,32 +105,28 @@ class event_loop final : private detail::executor {
   static event_loop* current() noexcept { return detail::current_loop; }
 
  private:
-  friend struct detail::root_promise;
-
   class running_scope;
 
   void schedule(std::coroutine_handle<> handle) noexcept override;
+  void yield_current(std::coroutine_handle<> handle) override { ready_.push(handle); }
+  void adopt(detail::root_base& root) override;
+  void forget(detail::root_base& root) noexcept override { roots_.remove(root); }
+  void report_unhandled(std::exception_ptr failure) noexcept override;
   detail::timer_queue& timers() noexcept override { return timers_; }
   void earliest_timer_changed() noexcept override { parker_.unpark_if_parked(); }
 
   bool run_one_round();
   std::optional<std::chrono::nanoseconds> park_timeout() const noexcept;
   void rethrow_pending_error();
-  void adopt_root(detail::root_promise& root);
-  void forget_root(detail::root_promise& root) noexcept;
 
   detail::run_queue ready_;
   detail::parker parker_;
   detail::post_queue posts_;
   detail::timer_queue timers_;
-  detail::root_promise* roots_ = nullptr;
-  std::exception_ptr error_;
+  detail::root_registry roots_;
+  std::mutex error_mutex_;
+  std::exception_ptr error_;  // guarded by error_mutex_
 };
-
-/// `co_await corio::yield()` moves the awaiting coroutine to the back of its loop's run queue, letting
-/// every other ready coroutine and posted functor run first. Outside a loop it continues at once.
-/// If the coroutine's cancellation was requested it throws corio::cancelled when resumed.
-inline auto yield() noexcept { return detail::yield_awaiter{}; }
 
 /// `co_await corio::schedule_on(loop)` moves the awaiting coroutine onto `loop`: it continues on that
 /// loop's thread (at once if it is already there). Throws corio::loop_stopped if `loop` is stopped.
@@ -180,12 +143,6 @@ inline auto schedule_on(event_loop& loop) noexcept {
     void await_resume() const noexcept {}
   };
   return schedule_on_awaiter{loop};
-}
-
-template <class Promise>
-void detail::yield_awaiter::await_suspend(std::coroutine_handle<Promise> self) {
-  stop_ = stop_token_of(self);
-  current_loop->schedule_local(self);
 }
 
 }  // namespace corio

@@ -4,6 +4,7 @@
 #include <exception>
 #include <utility>
 
+#include <corio/detail/coop_budget.hpp>
 #include <corio/detail/promise_base.hpp>
 #include <corio/detail/result_slot.hpp>
 #include <corio/errors.hpp>
@@ -85,6 +86,16 @@ class [[nodiscard]] task {
     }
     template <class Promise>
     bool await_suspend(std::coroutine_handle<Promise> awaiting) {
+      if (detail::spend_coop_budget()) {
+        // Out of budget: queue the child behind everything runnable instead of running it now; it
+        // resumes us when it finishes, as any asynchronously completing child does.
+        detail::promise_base& child = handle_.promise();
+        child.continuation_ = awaiting;
+        child.stop_ = child.stop_ != nullptr ? child.stop_ : detail::stop_token_of(awaiting);
+        child.state_.store(detail::await_state::awaiter_suspended, std::memory_order_relaxed);
+        detail::current_executor->yield_current(handle_);
+        return true;
+      }
       return detail::start_child(handle_, awaiting);
     }
     T await_resume() { return handle_.promise().result_.take(); }

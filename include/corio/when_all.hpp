@@ -19,7 +19,7 @@ namespace corio {
 ///     auto [a, b] = co_await corio::when_all(fetch_a(), fetch_b());
 template <class... Awaitables>
 task<std::tuple<detail::non_void_t<detail::await_result_t<Awaitables>>...>> when_all(Awaitables... awaitables) {
-  detail::join_state join;
+  detail::combinator_state join;
   std::tuple children{detail::make_join_child(std::move(awaitables))...};
   co_await detail::join_all_awaiter{join, sizeof...(Awaitables), [&](const std::stop_token* stop) {
     std::size_t index = 0;
@@ -34,7 +34,7 @@ task<std::tuple<detail::non_void_t<detail::await_result_t<Awaitables>>...>> when
 template <class T>
 task<std::conditional_t<std::is_void_v<T>, void, std::vector<detail::non_void_t<T>>>> when_all(
     std::vector<task<T>> tasks) {
-  detail::join_state join;
+  detail::combinator_state join;
   std::vector<detail::join_child<T>> children;
   children.reserve(tasks.size());
   for (task<T>& each : tasks) {

@@ -71,7 +71,7 @@ task<std::variant<detail::non_void_t<detail::await_result_t<Awaitables>>...>> wh
   static_assert(sizeof...(Awaitables) > 0, "corio::when_any needs at least one operand");
   using result_type = std::variant<detail::non_void_t<detail::await_result_t<Awaitables>>...>;
   detail::race_cancellation cancellation(co_await detail::current_stop_token{});
-  detail::join_state join;
+  detail::combinator_state join;
   join.cancel_on_first = &cancellation.source();
   std::tuple children{detail::make_join_child(std::move(awaitables))...};
   co_await detail::join_all_awaiter{join, sizeof...(Awaitables), [&](const std::stop_token*) {
@@ -98,7 +98,7 @@ task<std::conditional_t<std::is_void_v<T>, std::size_t, when_any_result<T>>> whe
     throw std::invalid_argument("corio::when_any: no tasks to wait for");
   }
   detail::race_cancellation cancellation(co_await detail::current_stop_token{});
-  detail::join_state join;
+  detail::combinator_state join;
   join.cancel_on_first = &cancellation.source();
   std::vector<detail::join_child<T>> children;
   children.reserve(tasks.size());

@@ -8,15 +8,16 @@
 
 namespace lab {
 
-std::int64_t resident_bytes() {
+std::int64_t anonymous_resident_bytes() {
   std::FILE* file = std::fopen("/proc/self/statm", "r");
   expect(file != nullptr, "cannot open /proc/self/statm");
   long long total = 0;
   long long resident = 0;
-  int fields = std::fscanf(file, "%lld %lld", &total, &resident);
+  long long shared = 0;
+  int fields = std::fscanf(file, "%lld %lld %lld", &total, &resident, &shared);
   std::fclose(file);
-  expect(fields == 2, "cannot parse /proc/self/statm");
-  return static_cast<std::int64_t>(resident) * sysconf(_SC_PAGESIZE);
+  expect(fields == 3, "cannot parse /proc/self/statm");
+  return static_cast<std::int64_t>(resident - shared) * sysconf(_SC_PAGESIZE);
 }
 
 }  // namespace lab

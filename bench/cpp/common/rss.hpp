@@ -5,7 +5,8 @@
 
 namespace lab {
 
-/// Resident bytes (second field of /proc/self/statm times the page size). Fails the run if unreadable.
-std::int64_t resident_bytes();
+/// Anonymous resident bytes: (resident - shared) pages of /proc/self/statm times the page size.
+/// File-backed pages (code faulted in on first use) are left out. Fails the run if unreadable.
+std::int64_t anonymous_resident_bytes();
 
 }  // namespace lab

@@ -50,13 +50,13 @@ template <class Pool>
 double resident_bytes_per_coroutine(std::size_t count) {
   tally counts;
   Pool pool(count, 1, &counts);
-  std::int64_t before = resident_bytes();
+  std::int64_t before = anonymous_resident_bytes();
   std::int64_t after = 0;
   for (std::size_t i = 0; i < count; ++i) pool.create();
   pool.launch();
   pool.run([&] {
     expect(counts.switches == count, "memory probe ran before every coroutine reached its first suspension");
-    after = resident_bytes();
+    after = anonymous_resident_bytes();
   });
   expect(counts.finished == count, "memory phase: not every coroutine finished");
   pool.clear();
@@ -78,7 +78,7 @@ double create_ns(std::size_t count, std::size_t batches) {
     pool.clear();
   }
   expect(counts.switches == 0, "create phase: a coroutine ran before it was started");
-  double per_batch = median(samples);
+  double per_batch = interquartile_mean(samples);
   return per_batch > 0 ? per_batch / static_cast<double>(count) : 0;
 }
 

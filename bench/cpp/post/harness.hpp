@@ -11,7 +11,9 @@
 // touched only by the consumer thread, and read by main after joining it.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -51,6 +53,10 @@ void produce(Queue& queue, consumer_state<Queue>* state, std::uint32_t index, st
   }
 }
 
+/// How long the consumer may take to run everything before the run fails (a lost functor would
+/// otherwise hang it forever).
+inline constexpr std::chrono::seconds consumer_deadline{120};
+
 /// Runs one cell and returns its elapsed seconds, after the self-check.
 template <class Queue>
 double run_post_cell(std::uint32_t producers, std::uint32_t per_producer) {
@@ -60,7 +66,12 @@ double run_post_cell(std::uint32_t producers, std::uint32_t per_producer) {
   state.total = std::uint64_t{producers} * per_producer;
   state.next_sequence.assign(producers, 0);
 
-  std::thread consumer([&queue] { queue.run(); });
+  std::promise<void> consumer_done;
+  std::future<void> consumer_finished = consumer_done.get_future();
+  std::thread consumer([&queue, &consumer_done] {
+    queue.run();
+    consumer_done.set_value();
+  });
   std::atomic<std::uint32_t> ready{0};
   std::atomic<bool> go{false};
   std::vector<std::thread> threads;
@@ -77,6 +88,8 @@ double run_post_cell(std::uint32_t producers, std::uint32_t per_producer) {
   const auto start = clock::now();
   go.store(true, std::memory_order_release);
   for (auto& thread : threads) thread.join();
+  expect(consumer_finished.wait_for(consumer_deadline) == std::future_status::ready,
+         "the consumer did not run every functor within the deadline (a functor was lost)");
   consumer.join();
 
   expect(state.ran == state.total,

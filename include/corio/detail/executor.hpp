@@ -7,10 +7,12 @@
 // calls `schedule` on that executor. Nothing else resumes a parked coroutine.
 // Threads: schedule() and timers() are thread-safe. `current_executor` is per thread.
 #include <coroutine>
+#include <exception>
 
 namespace corio::detail {
 
 class timer_queue;
+struct root_base;
 
 class executor {
  public:
@@ -25,6 +27,19 @@ class executor {
   /// Thread-safe. Called after a timer was armed that is now the earliest, so that a thread parked
   /// with a later timeout re-arms its wait.
   virtual void earliest_timer_changed() noexcept = 0;
+
+  /// Executor thread only: requeues the running coroutine behind everything already runnable.
+  virtual void yield_current(std::coroutine_handle<> handle) = 0;
+
+  /// Registers a new root and queues it to start. Throws corio::loop_stopped (or
+  /// corio::runtime_stopped) if the executor no longer accepts work; the root is then not registered.
+  virtual void adopt(root_base& root) = 0;
+
+  /// Thread-safe. Unregisters a root that finished.
+  virtual void forget(root_base& root) noexcept = 0;
+
+  /// Thread-safe. An exception escaped a task nobody will join.
+  virtual void report_unhandled(std::exception_ptr failure) noexcept = 0;
 
  protected:
   ~executor() = default;

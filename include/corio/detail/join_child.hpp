@@ -1,6 +1,6 @@
 #pragma once
 // The machinery shared by when_all and when_any: each awaited operand runs inside a small child
-// coroutine, and a join_state counts the children down and resumes the parent after the last one.
+// coroutine, and a combinator_state counts the children down and resumes the parent after the last one.
 //
 // Counting: `remaining` starts at children + 1. Every child decrements it when it finishes; the
 // parent decrements it once after starting them all. Whoever brings it to zero resumes the parent:
@@ -20,7 +20,7 @@
 
 namespace corio::detail {
 
-struct join_state {
+struct combinator_state {
   static constexpr std::size_t none = static_cast<std::size_t>(-1);
 
   std::atomic<std::size_t> remaining{0};
@@ -54,7 +54,7 @@ class join_child;
 
 template <class T>
 struct join_child_promise_common : promise_base {
-  join_state* join_ = nullptr;
+  combinator_state* join_ = nullptr;
   std::size_t index_ = 0;
   result_slot<T> result_;
 
@@ -102,7 +102,7 @@ class join_child {
     }
   }
 
-  void start(join_state& join, std::size_t index, const std::stop_token* stop) {
+  void start(combinator_state& join, std::size_t index, const std::stop_token* stop) {
     promise_type& promise = handle_.promise();
     promise.join_ = &join;
     promise.index_ = index;
@@ -133,7 +133,7 @@ join_child<await_result_t<A>> make_join_child(A awaitable) {
 /// Starts every child, then suspends the parent until the last one finishes.
 template <class StartAll>
 struct join_all_awaiter {
-  join_state& join_;
+  combinator_state& join_;
   std::size_t count_;
   StartAll start_all_;
 
@@ -148,7 +148,7 @@ struct join_all_awaiter {
 };
 
 template <class StartAll>
-join_all_awaiter(join_state&, std::size_t, StartAll) -> join_all_awaiter<StartAll>;
+join_all_awaiter(combinator_state&, std::size_t, StartAll) -> join_all_awaiter<StartAll>;
 
 /// `void` results become std::monostate so they can sit in a tuple or variant.
 template <class T>

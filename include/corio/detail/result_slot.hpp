@@ -23,6 +23,8 @@ class result_slot {
     }
   }
   void set_exception(std::exception_ptr error) noexcept { outcome_.template emplace<2>(std::move(error)); }
+  /// The stored exception, or null.
+  std::exception_ptr error() const noexcept { return outcome_.index() == 2 ? std::get<2>(outcome_) : nullptr; }
 
   /// Moves the value out, or rethrows the stored exception.
   T take() {
@@ -44,6 +46,7 @@ template <>
 class result_slot<void> {
  public:
   void set_exception(std::exception_ptr error) noexcept { error_ = std::move(error); }
+  std::exception_ptr error() const noexcept { return error_; }
   void take() const {
     if (error_) {
       std::rethrow_exception(error_);

@@ -10,7 +10,8 @@
 //    timer is running or will run, and its owner may free it. Callbacks must therefore be short and
 //    must not touch the timer queue (scheduling a coroutine is fine).
 //  - `earliest_ns_` mirrors the top deadline (or `none`) for lock-free peeking; written under the
-//    mutex with release, read with acquire.
+//    mutex and read without it, both seq_cst: a runtime worker going to sleep re-reads it after
+//    registering as a sleeper, against an arming thread that publishes it and then looks for one.
 // Threads: every member is thread-safe.
 // Rejected: a hierarchical wheel (faster arm/cancel at scale, but coarser and far more code than this
 // first version needs); lazy deletion (a cancelled entry would outlive the frame it points into).

@@ -1,0 +1,57 @@
+#pragma once
+// The runtime's pool of threads for blocking calls (spawn_blocking), kept apart from the workers so
+// that a blocking call never stalls a worker.
+//
+// Design note.
+// Invariants: at most `max_threads` threads exist; a thread is started only when a job arrives and no
+//   thread is idle; an idle thread exits after `keep_alive`. Jobs run in FIFO order.
+// A job is two words (context, function) that live in the submitting awaiter's frame: no allocation.
+// Threads: submit() from any thread; shutdown() from the thread destroying the runtime.
+// Shutdown: 1. refuse new jobs; 2. drop the jobs not yet started (their frames are destroyed by the
+//   runtime's shutdown, which runs after this); 3. wait for running jobs to return; 4. join threads.
+//   A job that never returns makes shutdown wait forever, as in tokio.
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace corio::detail {
+
+class blocking_pool {
+ public:
+  struct job {
+    void* context;
+    void (*run)(void* context) noexcept;
+  };
+
+  blocking_pool(std::size_t max_threads, std::chrono::milliseconds keep_alive);
+  ~blocking_pool();
+  blocking_pool(const blocking_pool&) = delete;
+  blocking_pool& operator=(const blocking_pool&) = delete;
+
+  /// Queues `work`; false if the pool is shut down.
+  bool submit(job work);
+  void shutdown() noexcept;
+
+  /// Thread-safe; for tests and diagnostics.
+  std::size_t thread_count() const;
+
+ private:
+  void thread_main();
+
+  const std::size_t max_threads_;
+  const std::chrono::milliseconds keep_alive_;
+  mutable std::mutex mutex_;
+  std::condition_variable work_ready_;
+  std::deque<job> jobs_;
+  std::vector<std::thread> threads_;
+  std::vector<std::thread::id> exited_;  // threads that left on keep-alive, to be joined
+  std::size_t live_ = 0;
+  std::size_t idle_ = 0;
+  bool stopping_ = false;
+};
+
+}  // namespace corio::detail

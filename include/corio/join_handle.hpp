@@ -1,0 +1,161 @@
+#pragma once
+// corio::spawn and corio::join_handle<T>: start a task on the current executor and join it later.
+#include <atomic>
+#include <coroutine>
+#include <optional>
+#include <stdexcept>
+#include <stop_token>
+#include <utility>
+
+#include <corio/detail/executor.hpp>
+#include <corio/detail/promise_base.hpp>
+#include <corio/detail/root.hpp>
+#include <corio/errors.hpp>
+#include <corio/task.hpp>
+
+namespace corio {
+
+/// The handle to a spawned task: await it for the task's result, cancel it, or detach it.
+/// Awaiting yields the task's value or rethrows its exception (corio::cancelled if it was cancelled
+/// before finishing), resuming on the awaiter's executor. A handle is joined at most once: awaiting
+/// it again, or awaiting a detached or moved-from handle, throws corio::invalid_task. If the awaiting
+/// task is itself cancelled while it waits, the cancellation is passed on to the joined task and the
+/// join still waits for it to stop. Dropping a handle detaches the task: it keeps running, and an
+/// exception escaping it is reported by its executor (a runtime's unhandled-exception hook, an
+/// event_loop's run()). Not thread-safe, except cancel().
+///
+///     corio::join_handle<int> h = corio::spawn(compute());
+///     h.cancel();                            // optional: ask it to stop
+///     int v = co_await std::move(h);         // or corio::cancelled
+template <class T>
+class [[nodiscard]] join_handle {
+ public:
+  join_handle() noexcept = default;
+  explicit join_handle(detail::join_state<T>* state) noexcept : state_(state) {}
+  join_handle(join_handle&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+  join_handle& operator=(join_handle other) noexcept {
+    std::swap(state_, other.state_);
+    return *this;
+  }
+  ~join_handle() { detach(); }
+
+  /// True while the handle refers to a task that has not been joined or detached.
+  bool valid() const noexcept { return state_ != nullptr; }
+
+  /// True once the task has finished (or was destroyed by its executor's shutdown).
+  bool is_finished() const noexcept {
+    return state_ != nullptr && state_->phase.load(std::memory_order_acquire) == detail::join_phase::finished;
+  }
+
+  /// Thread-safe. Asks the task to stop: its current or next suspension point completes with
+  /// corio::cancelled. Throws corio::invalid_task on an empty handle.
+  void cancel() const {
+    if (state_ == nullptr) {
+      throw invalid_task("corio::join_handle::cancel: empty (detached, moved-from or joined) handle");
+    }
+    state_->stop.request_stop();
+  }
+
+  /// Lets the task run on unobserved; the handle becomes empty. No-op on an empty handle.
+  void detach() noexcept {
+    detail::join_state<T>* state = std::exchange(state_, nullptr);
+    if (state == nullptr) {
+      return;
+    }
+    state->detached.store(true, std::memory_order_release);
+    if (state->phase.load(std::memory_order_acquire) == detail::join_phase::finished) {
+      detail::report_unjoined_failure(*state, state->result.error(), nullptr);
+    }
+    state->release();
+  }
+
+  class awaiter {
+   public:
+    explicit awaiter(join_handle& handle) : handle_(handle) {}
+
+    bool await_ready() const {
+      if (handle_.state_ == nullptr) {
+        throw invalid_task("corio::join_handle: awaiting an empty (detached, moved-from or joined) handle");
+      }
+      return handle_.state_->phase.load(std::memory_order_acquire) == detail::join_phase::finished;
+    }
+
+    template <class Promise>
+    bool await_suspend(std::coroutine_handle<Promise> self) {
+      detail::join_state<T>& state = *handle_.state_;
+      state.joiner = self;
+      state.joiner_owner = detail::current_executor;
+      if (const std::stop_token* stop = detail::stop_token_of(self)) {
+        forward_cancel_.emplace(*stop, forward_stop{&state.stop});
+      }
+      auto expected = detail::join_phase::running;
+      return state.phase.compare_exchange_strong(expected, detail::join_phase::joiner_waiting,
+                                                 std::memory_order_acq_rel);
+    }
+
+    T await_resume() {
+      forward_cancel_.reset();
+      detail::join_state<T>* state = std::exchange(handle_.state_, nullptr);
+      struct release_on_exit {
+        detail::join_state<T>* state;
+        ~release_on_exit() { state->release(); }
+      } guard{state};
+      return state->result.take();
+    }
+
+   private:
+    struct forward_stop {
+      std::stop_source* target;
+      void operator()() const noexcept { target->request_stop(); }
+    };
+    join_handle& handle_;
+    std::optional<std::stop_callback<forward_stop>> forward_cancel_;
+  };
+
+  awaiter operator co_await() & { return awaiter{*this}; }
+  awaiter operator co_await() && { return awaiter{*this}; }
+
+ private:
+  detail::join_state<T>* state_ = nullptr;
+};
+
+namespace detail {
+
+/// Creates the root for `body`, hands it to `owner` and returns its handle.
+template <class T>
+join_handle<T> spawn_on(executor& owner, task<T> body) {
+  if (!body.valid()) {
+    throw invalid_task("corio::spawn: empty or already finished task");
+  }
+  auto root = make_root(std::move(body)).handle;
+  join_state<T>* state = root.promise().state_;
+  root.promise().owner_ = &owner;
+  try {
+    owner.adopt(root.promise());
+  } catch (...) {
+    root.promise().finished_ = true;
+    root.destroy();
+    state->release();
+    throw;
+  }
+  return join_handle<T>{state};
+}
+
+}  // namespace detail
+
+/// Spawns `body` on the executor running the calling code (an event_loop or a runtime worker); it
+/// starts when that executor next schedules it, and may run on any of a runtime's workers.
+/// Throws std::logic_error on a thread that runs neither (use runtime::spawn from outside), and
+/// corio::invalid_task for an empty task. Thread: the calling executor's.
+///
+///     auto h = corio::spawn(worker(i));
+template <class T>
+join_handle<T> spawn(task<T> body) {
+  detail::executor* owner = detail::current_executor;
+  if (owner == nullptr) {
+    throw std::logic_error("corio::spawn: no event loop or runtime runs on this thread (use runtime::spawn)");
+  }
+  return detail::spawn_on(*owner, std::move(body));
+}
+
+}  // namespace corio

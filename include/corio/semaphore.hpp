@@ -1,0 +1,94 @@
+#pragma once
+// corio::semaphore: a counting semaphore for coroutines.
+//
+// Design note. State: `available_`, guarded by the wait list's lock (detail/wait_list.hpp, which also
+// holds the cancellation and shutdown protocol).
+// Invariant: available_ > 0 implies nobody waits. release() grants permits to waiters first, oldest
+//   first, and only banks what is left, so permits go out in FIFO order and try_acquire() cannot
+//   barge past waiters. A waiter granted a permit that then loses (its task was cancelled before it
+//   resumed, or its frame is destroyed by a shutdown) releases it again, so permits are conserved.
+// Threads: every member is thread-safe.
+#include <cstddef>
+#include <limits>
+#include <mutex>
+#include <stdexcept>
+
+#include <corio/detail/wait_list.hpp>
+
+namespace corio {
+
+/// A counting semaphore: acquire() takes one permit, suspending the coroutine (never the thread)
+/// while none is available; release() returns permits and wakes waiters in FIFO order. A waiter
+/// resumes on the executor it suspended on (inline on the releasing thread if it waited on a plain
+/// thread). Cancelling a waiting task makes its acquire() throw corio::cancelled without consuming a
+/// permit. Every member is thread-safe. The semaphore must outlive its waiters.
+///
+///     corio::semaphore slots(4);             // at most 4 downloads at once
+///     corio::task<> fetch(url u) {
+///       co_await slots.acquire();            // suspends while 4 are running
+///       co_await download(u);                // (release on the error path too)
+///       slots.release();
+///     }
+class semaphore {
+ public:
+  /// Starts with `initial` permits.
+  explicit semaphore(std::size_t initial) noexcept : available_(initial) {}
+  semaphore(const semaphore&) = delete;
+  semaphore& operator=(const semaphore&) = delete;
+
+  /// `co_await sem.acquire()` takes one permit, waiting for one if necessary. If the awaiting task
+  /// is (or gets) cancelled before it obtains the permit, throws corio::cancelled and takes none.
+  /// A copyable description (it may be passed to when_any); it does nothing until awaited.
+  [[nodiscard]] detail::wait_operation<> acquire() noexcept { return {&waiters_, this, &ops}; }
+
+  /// Takes one permit if one is available; never suspends.
+  bool try_acquire() noexcept {
+    std::lock_guard guard(waiters_.mutex());
+    return take(this);
+  }
+
+  /// Returns `n` permits: each goes to the oldest waiter, if any, else into the pool. Throws
+  /// std::overflow_error (releasing nothing) if the pool would exceed the maximum std::size_t.
+  void release(std::size_t n = 1) {
+    detail::wake_batch woken;  // resumes plain-thread waiters after the lock is released
+    std::lock_guard guard(waiters_.mutex());
+    if (n > std::numeric_limits<std::size_t>::max() - available_) {
+      throw std::overflow_error("corio::semaphore::release: too many permits");
+    }
+    while (n > 0 && waiters_.wake_one(woken)) {
+      --n;
+    }
+    available_ += n;
+  }
+
+  /// The number of permits available right now (a snapshot).
+  std::size_t available() noexcept {
+    std::lock_guard guard(waiters_.mutex());
+    return available_;
+  }
+
+ private:
+  static bool take(void* self) noexcept {
+    auto& sem = *static_cast<semaphore*>(self);
+    if (sem.available_ == 0) {
+      return false;
+    }
+    --sem.available_;
+    return true;
+  }
+  static void give_back(void* self) noexcept { static_cast<semaphore*>(self)->release_one(); }
+  static constexpr detail::waiter::operations ops{&take, &give_back};
+
+  void release_one() noexcept {
+    detail::wake_batch woken;
+    std::lock_guard guard(waiters_.mutex());
+    if (!waiters_.wake_one(woken) && available_ != std::numeric_limits<std::size_t>::max()) {
+      ++available_;
+    }
+  }
+
+  detail::wait_list waiters_;
+  std::size_t available_;  // guarded by waiters_.mutex()
+};
+
+}  // namespace corio

@@ -1,0 +1,37 @@
+#pragma once
+// corio::yield: let every other runnable coroutine go first.
+#include <coroutine>
+#include <stop_token>
+
+#include <corio/detail/executor.hpp>
+#include <corio/detail/promise_base.hpp>
+#include <corio/errors.hpp>
+
+namespace corio {
+namespace detail {
+
+struct yield_awaiter {
+  const std::stop_token* stop_ = nullptr;
+
+  bool await_ready() const noexcept { return current_executor == nullptr; }
+  template <class Promise>
+  void await_suspend(std::coroutine_handle<Promise> self) {
+    stop_ = stop_token_of(self);
+    current_executor->yield_current(self);
+  }
+  void await_resume() const {
+    if (stop_ != nullptr && stop_->stop_requested()) {
+      throw cancelled();
+    }
+  }
+};
+
+}  // namespace detail
+
+/// `co_await corio::yield()` moves the awaiting coroutine to the back of its executor's run queue
+/// (an event loop's, or its runtime worker's local queue, where other workers may steal it), letting
+/// everything already runnable go first. On a thread with no executor it continues at once. It is a
+/// cancellation point: if the task's cancellation was requested it throws corio::cancelled.
+inline detail::yield_awaiter yield() noexcept { return {}; }
+
+}  // namespace corio

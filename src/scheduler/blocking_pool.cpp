@@ -1,0 +1,82 @@
+// The blocking-call thread pool; the design note is in include/corio/detail/blocking_pool.hpp.
+#include <corio/detail/blocking_pool.hpp>
+
+#include <algorithm>
+
+namespace corio::detail {
+
+blocking_pool::blocking_pool(std::size_t max_threads, std::chrono::milliseconds keep_alive)
+    : max_threads_(max_threads == 0 ? 1 : max_threads), keep_alive_(keep_alive) {}
+
+blocking_pool::~blocking_pool() { shutdown(); }
+
+bool blocking_pool::submit(job work) {
+  std::lock_guard lock(mutex_);
+  if (stopping_) {
+    return false;
+  }
+  jobs_.push_back(work);
+  if (idle_ == 0 && live_ < max_threads_) {
+    // Join threads that already left on keep-alive before adding another.
+    std::erase_if(threads_, [this](std::thread& thread) {
+      auto gone = std::find(exited_.begin(), exited_.end(), thread.get_id());
+      if (gone == exited_.end()) {
+        return false;
+      }
+      exited_.erase(gone);
+      thread.join();  // it has returned from thread_main (or is about to): a short wait at most
+      return true;
+    });
+    ++live_;
+    threads_.emplace_back([this] { thread_main(); });
+  } else {
+    work_ready_.notify_one();
+  }
+  return true;
+}
+
+void blocking_pool::thread_main() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    if (!jobs_.empty()) {
+      job work = jobs_.front();
+      jobs_.pop_front();
+      lock.unlock();
+      work.run(work.context);
+      lock.lock();
+      continue;
+    }
+    if (stopping_) {
+      break;
+    }
+    ++idle_;
+    bool woke = work_ready_.wait_for(lock, keep_alive_, [this] { return stopping_ || !jobs_.empty(); });
+    --idle_;
+    if (!woke) {
+      break;  // idle for keep_alive: leave
+    }
+  }
+  --live_;
+  exited_.push_back(std::this_thread::get_id());
+}
+
+void blocking_pool::shutdown() noexcept {
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    jobs_.clear();
+    threads.swap(threads_);
+  }
+  work_ready_.notify_all();
+  for (std::thread& thread : threads) {
+    thread.join();
+  }
+}
+
+std::size_t blocking_pool::thread_count() const {
+  std::lock_guard lock(mutex_);
+  return live_;
+}
+
+}  // namespace corio::detail

@@ -1,0 +1,154 @@
+// The multi-thread runtime's shared state; the design note is in scheduler.hpp.
+#include "scheduler.hpp"
+
+#include <cstdio>
+#include <stdexcept>
+
+#include <corio/errors.hpp>
+
+namespace corio::detail {
+
+namespace {
+constexpr auto drain_grace = std::chrono::seconds(1);
+constexpr auto blocking_keep_alive = std::chrono::milliseconds(10'000);
+
+void print_unhandled(std::exception_ptr failure) {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "corio: unhandled exception in a detached task: %s\n", error.what());
+  } catch (...) {
+    std::fprintf(stderr, "corio: unhandled non-standard exception in a detached task\n");
+  }
+}
+}  // namespace
+
+scheduler::scheduler(scheduler_options options)
+    : idle_(options.workers),
+      blocking_(options.max_blocking_threads, blocking_keep_alive),
+      registries_(options.workers + 1),
+      on_unhandled_(options.on_unhandled_exception ? std::move(options.on_unhandled_exception) : print_unhandled) {
+  workers_.reserve(options.workers);
+  for (std::size_t i = 0; i < options.workers; ++i) {
+    workers_.push_back(std::make_unique<worker>(*this, i));
+  }
+  threads_.reserve(options.workers);
+  for (auto& each : workers_) {
+    threads_.emplace_back([w = each.get()] { w->run(); });
+  }
+}
+
+scheduler::~scheduler() { shutdown(); }
+
+void scheduler::shutdown() {
+  if (shut_down_) {
+    return;
+  }
+  if (current_worker != nullptr && &current_worker->owner() == this) {
+    throw std::logic_error("corio::runtime: shutdown from one of its own workers would join itself");
+  }
+  shut_down_ = true;
+  accepting_.store(false, std::memory_order_seq_cst);                                    // 1
+  for (root_registry& registry : registries_) {                                           // 2
+    registry.for_each([](root_base& root) { root.request_stop(); });
+  }
+  auto deadline = std::chrono::steady_clock::now() + drain_grace;                         // 3
+  drain_deadline_ns_.store(std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch()).count(),
+                           std::memory_order_relaxed);
+  draining_.store(true, std::memory_order_seq_cst);
+  wake_all_sleepers();
+  for (std::thread& thread : threads_) {                                                  // 4
+    thread.join();
+  }
+  blocking_.shutdown();                                                                   // 5
+  inject_.clear();                                                                        // 6
+  for (root_registry& registry : registries_) {
+    registry.destroy_all();
+  }
+}
+
+bool scheduler::drain_deadline_passed() const noexcept {
+  auto now = std::chrono::steady_clock::now().time_since_epoch();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(now).count() >=
+         drain_deadline_ns_.load(std::memory_order_relaxed);
+}
+
+void scheduler::schedule(std::coroutine_handle<> handle) noexcept {
+  worker* here = current_worker;
+  if (here != nullptr && &here->owner() == this) {
+    here->push(handle, true);
+    return;
+  }
+  inject_.push(handle.address());
+  notify_work();
+}
+
+void scheduler::yield_current(std::coroutine_handle<> handle) {
+  worker* here = current_worker;
+  if (here != nullptr && &here->owner() == this) {
+    here->push(handle, false);
+    return;
+  }
+  schedule(handle);
+}
+
+void scheduler::adopt(root_base& root) {
+  if (!accepting_.load(std::memory_order_seq_cst)) {
+    throw runtime_stopped("corio::runtime: spawning on a runtime that is shut down");
+  }
+  worker* here = current_worker;
+  bool local = here != nullptr && &here->owner() == this;
+  root.shard_ = static_cast<unsigned>(local ? here->index() : workers_.size());
+  registries_[root.shard_].add(root);
+  if (local) {
+    here->push(root.self_, false);
+  } else {
+    inject_.push(root.self_.address());
+    notify_work();
+  }
+}
+
+void scheduler::forget(root_base& root) noexcept { registries_[root.shard_].remove(root); }
+
+void scheduler::report_unhandled(std::exception_ptr failure) noexcept {
+  try {
+    on_unhandled_(failure);
+  } catch (...) {
+    print_unhandled(failure);
+  }
+}
+
+void scheduler::notify_work() noexcept {
+  long index = idle_.pick_worker_to_wake();
+  if (index >= 0) {
+    workers_[static_cast<std::size_t>(index)]->unpark(true);
+  }
+}
+
+void scheduler::earliest_timer_changed() noexcept {
+  // A sleeping worker may be parked with a later timeout: let one re-arm its wait.
+  long index = idle_.pick_any_sleeper();
+  if (index >= 0) {
+    workers_[static_cast<std::size_t>(index)]->unpark(false);
+  }
+}
+
+void scheduler::wake_all_sleepers() noexcept {
+  for (long index = idle_.pick_any_sleeper(); index >= 0; index = idle_.pick_any_sleeper()) {
+    workers_[static_cast<std::size_t>(index)]->unpark(false);
+  }
+}
+
+bool scheduler::work_visible() const noexcept {
+  if (!inject_.empty()) {
+    return true;
+  }
+  for (const auto& each : workers_) {
+    if (each->has_queued_work()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace corio::detail

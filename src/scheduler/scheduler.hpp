@@ -1,0 +1,94 @@
+#pragma once
+// The multi-thread runtime's shared state: the executor every worker serves, the injection queue,
+// the idle-worker protocol, timers, the registry of live roots, and shutdown.
+//
+// Design note.
+// Waking: schedule(h) from a worker of this runtime puts h in that worker's LIFO slot; from any other
+//   thread it goes to the injection queue and a sleeping worker is woken if nobody is searching.
+//   New tasks (adopt) and yields go to the back of the local queue (stealable), then notify.
+// Registry: one root_registry shard per worker plus one for foreign threads, so spawning from
+//   different workers does not contend on one lock (tokio shards its owned-task list the same way).
+// Shutdown (shutdown(), also run by ~runtime), in order:
+//   1. stop accepting work: adopt() throws corio::runtime_stopped;
+//   2. request cancellation of every live root; their stop callbacks wake what is cancellable;
+//   3. drain: wake every worker; each runs what it finds and leaves its loop once it finds nothing
+//      (or after a 1 s grace period, so a task that ignores cancellation cannot hold shutdown forever);
+//   4. join the worker threads;
+//   5. shut the blocking pool down (waits for running blocking calls to return);
+//   6. drop queued handles and destroy every root frame still registered, with the tasks they await.
+// Threads: everything here is thread-safe except shutdown(), which must not run on a worker.
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <corio/detail/blocking_pool.hpp>
+#include <corio/detail/executor.hpp>
+#include <corio/detail/root_registry.hpp>
+#include <corio/detail/timer_queue.hpp>
+
+#include "idle.hpp"
+#include "inject_queue.hpp"
+#include "worker.hpp"
+
+namespace corio::detail {
+
+struct scheduler_options {
+  std::size_t workers;
+  std::size_t max_blocking_threads;
+  std::function<void(std::exception_ptr)> on_unhandled_exception;
+};
+
+class scheduler final : public executor {
+ public:
+  explicit scheduler(scheduler_options options);
+  ~scheduler();
+  scheduler(const scheduler&) = delete;
+  scheduler& operator=(const scheduler&) = delete;
+
+  void shutdown();
+
+  // executor
+  void schedule(std::coroutine_handle<> handle) noexcept override;
+  timer_queue& timers() noexcept override { return timers_; }
+  void earliest_timer_changed() noexcept override;
+  void yield_current(std::coroutine_handle<> handle) override;
+  void adopt(root_base& root) override;
+  void forget(root_base& root) noexcept override;
+  void report_unhandled(std::exception_ptr failure) noexcept override;
+
+  // For workers.
+  std::size_t worker_count() const noexcept { return workers_.size(); }
+  worker& worker_at(std::size_t index) noexcept { return *workers_[index]; }
+  inject_queue& inject() noexcept { return inject_; }
+  idle_workers& idle() noexcept { return idle_; }
+  blocking_pool& blocking() noexcept { return blocking_; }
+  /// After stealable work was published: wake a sleeping worker if nobody is searching.
+  void notify_work() noexcept;
+  /// Seq_cst re-check used before parking: any stealable work anywhere?
+  bool work_visible() const noexcept;
+  bool draining() const noexcept { return draining_.load(std::memory_order_seq_cst); }
+  bool drain_deadline_passed() const noexcept;
+
+ private:
+  void wake_all_sleepers() noexcept;
+
+  inject_queue inject_;
+  idle_workers idle_;
+  timer_queue timers_;
+  blocking_pool blocking_;
+  std::vector<std::unique_ptr<worker>> workers_;
+  std::vector<std::thread> threads_;
+  std::vector<root_registry> registries_;  // one per worker, then one for foreign threads
+  std::function<void(std::exception_ptr)> on_unhandled_;
+  std::atomic<bool> accepting_{true};
+  std::atomic<bool> draining_{false};
+  std::atomic<std::int64_t> drain_deadline_ns_{0};
+  bool shut_down_ = false;
+};
+
+}  // namespace corio::detail

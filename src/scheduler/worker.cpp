@@ -1,0 +1,198 @@
+// One runtime worker; the design note is in worker.hpp.
+#include "worker.hpp"
+
+#include <chrono>
+#include <optional>
+
+#include <corio/detail/coop_budget.hpp>
+#include <corio/detail/timer_queue.hpp>
+
+#include "scheduler.hpp"
+
+namespace corio::detail {
+
+thread_local constinit worker* current_worker = nullptr;
+
+namespace {
+constexpr std::uint64_t maintenance_interval = 61;
+constexpr unsigned lifo_streak_limit = 3;
+constexpr std::size_t inject_batch = worker::queue_capacity / 2;
+
+std::coroutine_handle<> as_handle(void* address) noexcept { return std::coroutine_handle<>::from_address(address); }
+}  // namespace
+
+worker::worker(scheduler& owner, std::size_t index) noexcept
+    : owner_(owner), index_(index), random_state_(static_cast<std::uint32_t>(index * 2654435761u + 1)) {}
+
+void worker::run() {
+  current_worker = this;
+  current_executor = &owner_;
+  for (;;) {
+    std::coroutine_handle<> next = next_task();
+    if (!next) {
+      next = search();
+    }
+    if (next) {
+      if (searching_) {
+        stop_searching();  // however the work was found, this worker is no longer looking
+      }
+      refill_coop_budget();
+      next.resume();
+      if (owner_.draining() && owner_.drain_deadline_passed()) {
+        break;
+      }
+      continue;
+    }
+    if (owner_.draining()) {
+      break;
+    }
+    park();
+  }
+  if (searching_) {
+    stop_searching();
+  }
+  current_executor = nullptr;
+  current_worker = nullptr;
+}
+
+void worker::push(std::coroutine_handle<> handle, bool woken) {
+  if (!woken) {
+    push_back(handle);
+    owner_.notify_work();
+    return;
+  }
+  std::coroutine_handle<> displaced = std::exchange(lifo_, handle);
+  if (displaced) {
+    push_back(displaced);
+    owner_.notify_work();
+  }
+}
+
+void worker::push_back(std::coroutine_handle<> handle) {
+  if (!queue_.push(handle.address())) {
+    overflow_to_inject(handle);
+  }
+}
+
+// The local queue is full: move half of it, plus `handle`, to the injection queue in one batch.
+void worker::overflow_to_inject(std::coroutine_handle<> handle) {
+  void* batch[queue_capacity / 2 + 1];
+  std::size_t count = queue_.pop_batch(batch, queue_capacity / 2);
+  batch[count++] = handle.address();
+  owner_.inject().push_batch(batch, count);
+}
+
+std::coroutine_handle<> worker::next_task() {
+  ++tick_;
+  if (tick_ % maintenance_interval == 0) {
+    fire_due_timers();
+    if (auto from_inject = take_from_inject()) {
+      return from_inject;
+    }
+  }
+  if (lifo_) {
+    if (lifo_streak_ < lifo_streak_limit) {
+      ++lifo_streak_;
+      return std::exchange(lifo_, {});
+    }
+    push_back(std::exchange(lifo_, {}));
+    owner_.notify_work();
+  }
+  lifo_streak_ = 0;
+  if (void* local = queue_.pop()) {
+    return as_handle(local);
+  }
+  if (auto from_inject = take_from_inject()) {
+    return from_inject;
+  }
+  if (fire_due_timers() && lifo_) {
+    return std::exchange(lifo_, {});
+  }
+  if (void* local = queue_.pop()) {
+    return as_handle(local);
+  }
+  return {};
+}
+
+// Takes a batch from the injection queue: runs the first, queues the rest locally.
+std::coroutine_handle<> worker::take_from_inject() {
+  void* batch[inject_batch];
+  std::size_t count = owner_.inject().pop_batch(batch, inject_batch);
+  for (std::size_t i = 1; i < count; ++i) {
+    push_back(as_handle(batch[i]));
+  }
+  if (count > 1) {
+    owner_.notify_work();
+  }
+  return count != 0 ? as_handle(batch[0]) : std::coroutine_handle<>{};
+}
+
+std::coroutine_handle<> worker::search() {
+  if (!searching_) {
+    if (!owner_.idle().try_begin_searching()) {
+      return {};
+    }
+    searching_ = true;
+  }
+  std::size_t workers = owner_.worker_count();
+  std::size_t start = random_below(workers);
+  void* stolen[queue_capacity / 2 + 1];
+  for (std::size_t i = 0; i < workers; ++i) {
+    worker& victim = owner_.worker_at((start + i) % workers);
+    if (&victim == this) {
+      continue;
+    }
+    std::size_t count = victim.steal_half(stolen);
+    if (count != 0) {
+      for (std::size_t k = 1; k < count; ++k) {
+        push_back(as_handle(stolen[k]));
+      }
+      return as_handle(stolen[0]);
+    }
+  }
+  return take_from_inject();
+}
+
+// Found work while searching. The last searcher to stop wakes another: where there was work to steal
+// there may be more, and nobody would otherwise be looking for it.
+void worker::stop_searching() {
+  searching_ = false;
+  if (owner_.idle().end_searching()) {
+    owner_.notify_work();
+  }
+}
+
+bool worker::fire_due_timers() {
+  timer_queue& timers = owner_.timers();
+  return !timers.empty() && timers.fire_due(timer_queue::clock::now()) != 0;
+}
+
+void worker::park() {
+  idle_workers& idle = owner_.idle();
+  idle.begin_sleep(index_, std::exchange(searching_, false));
+  auto earliest = owner_.timers().earliest();
+  bool timer_due = earliest && *earliest <= timer_queue::clock::now();
+  if (owner_.work_visible() || owner_.draining() || timer_due) {
+    if (!idle.leave_sleep(index_)) {
+      searching_ = counted_as_searcher_.exchange(false, std::memory_order_relaxed);
+    }
+    return;
+  }
+  std::optional<std::chrono::nanoseconds> timeout;
+  if (earliest) {
+    timeout = *earliest - timer_queue::clock::now();
+  }
+  parker_.park_unless_notified(timeout);
+  if (!idle.leave_sleep(index_)) {
+    searching_ = counted_as_searcher_.exchange(false, std::memory_order_relaxed);
+  }
+}
+
+std::size_t worker::random_below(std::size_t bound) noexcept {
+  random_state_ ^= random_state_ << 13;
+  random_state_ ^= random_state_ >> 17;
+  random_state_ ^= random_state_ << 5;
+  return random_state_ % bound;
+}
+
+}  // namespace corio::detail

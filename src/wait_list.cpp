@@ -1,0 +1,130 @@
+// The cancellable waiter behind every sync primitive; the design note is in
+// include/corio/detail/wait_list.hpp.
+#include <corio/detail/wait_list.hpp>
+
+#include <mutex>
+#include <thread>
+
+namespace corio::detail {
+
+namespace {
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Waits are a few instructions long (a critical section, or a waker's schedule call), so a short
+// spin usually suffices; after that the other thread was probably preempted, and yielding lets it
+// run (this matters on 2 cores).
+template <class Busy>
+void back_off_while(Busy busy) noexcept {
+  for (int spins = 0; busy(); ++spins) {
+    if (spins < 64) {
+      cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+}  // namespace
+
+void spin_lock::wait_until_free() const noexcept {
+  back_off_while([this] { return locked_.load(std::memory_order_relaxed); });
+}
+
+void waiter::wait_until_released() const noexcept {
+  back_off_while([this] { return in_hand_.load(std::memory_order_acquire); });
+}
+
+// Runs without the lock. The node is read before it is released; once released it may be freed.
+void wake_batch::resume_all() noexcept {
+  while (head_ != nullptr) {
+    waiter& w = *head_;
+    head_ = w.next_;
+    executor* owner = w.owner_;
+    std::coroutine_handle<> handle = w.handle_;
+    if (owner != nullptr) {
+      owner->schedule(handle);
+      w.in_hand_.store(false, std::memory_order_release);  // the waiter (or its destructor) may go on
+    } else {
+      w.in_hand_.store(false, std::memory_order_release);  // before resuming: it polls on this thread
+      handle.resume();
+    }
+  }
+  tail_ = nullptr;
+}
+
+bool waiter::suspend(std::coroutine_handle<> self, const std::stop_token* stop) {
+  if (stop != nullptr && stop->stop_requested()) {
+    state_ = state::cancelled;
+    return false;
+  }
+  stop_ = stop;
+  handle_ = self;
+  owner_ = current_executor;
+  if (stop != nullptr && stop->stop_possible()) {
+    {
+      std::lock_guard guard(list_->mutex());
+      if (ops_->try_now(context_)) {
+        state_ = state::granted;
+        return false;
+      }
+    }
+    // Registered before the waiter is linked, and without the lock: if stop was requested meanwhile,
+    // cancel() runs right here, finds the waiter idle and marks it cancelled.
+    stop_callback_.emplace(*stop, on_stop{this});
+  }
+  std::lock_guard guard(list_->mutex());
+  if (state_ == state::cancelled) {
+    return false;
+  }
+  if (ops_->try_now(context_)) {
+    state_ = state::granted;
+    return false;
+  }
+  list_->push_back(*this);
+  suspended_ = true;
+  return true;  // the guard unlocks after this; from then on a waker may resume us: touch nothing
+}
+
+void waiter::cancel() noexcept {
+  wake_batch woken;  // destroyed after the guard: wakes us without the lock
+  std::lock_guard guard(list_->mutex());
+  if (state_ == state::idle) {
+    state_ = state::cancelled;  // suspend() has not linked us yet and will see this
+  } else if (state_ == state::waiting) {
+    list_->remove(*this);
+    state_ = state::cancelled;
+    woken.push(*this);
+  }
+  // granted or cancelled: the other side already won
+}
+
+void waiter::abandon() noexcept {
+  if (!suspended_) {
+    return;
+  }
+  // The frame is destroyed while the waiter is parked, or after it was woken but before it resumed.
+  suspended_ = false;
+  stop_callback_.reset();  // waits for a cancel() in flight on another thread
+  bool give_back = false;
+  {
+    std::lock_guard guard(list_->mutex());
+    if (state_ == state::waiting) {
+      list_->remove(*this);
+      state_ = state::cancelled;
+    }
+    give_back = state_ == state::granted;
+  }
+  if (in_hand_.load(std::memory_order_acquire)) {
+    wait_until_released();  // a waker is still scheduling us: keep the frame (and executor) alive
+  }
+  if (give_back && ops_->give_back != nullptr) {
+    ops_->give_back(context_);
+  }
+}
+
+}  // namespace corio::detail

@@ -1,0 +1,191 @@
+#include <corio/event_loop.hpp>
+#include <corio/join_handle.hpp>
+#include <corio/task.hpp>
+#include <corio/time.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <stdexcept>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+corio::task<int> yields_then(int value, int yields) {
+  for (int i = 0; i < yields; ++i) {
+    co_await corio::yield();
+  }
+  co_return value;
+}
+
+// Runs `body` as the only root of an event loop, to completion.
+template <class Body>
+void on_loop(Body body) {
+  corio::event_loop loop;
+  loop.spawn(body());
+  loop.run_until_idle();
+}
+
+TEST(join_handle, join_returns_the_spawned_tasks_value) {
+  int result = 0;
+  on_loop([&]() -> corio::task<void> {
+    corio::join_handle<int> handle = corio::spawn(yields_then(7, 3));
+    result = co_await std::move(handle);
+  });
+  EXPECT_EQ(result, 7);
+}
+
+TEST(join_handle, join_after_the_task_finished_does_not_suspend_forever) {
+  int result = 0;
+  on_loop([&]() -> corio::task<void> {
+    auto handle = corio::spawn(yields_then(3, 0));
+    for (int i = 0; i < 5; ++i) {
+      co_await corio::yield();
+    }
+    EXPECT_TRUE(handle.is_finished());
+    result = co_await handle;
+  });
+  EXPECT_EQ(result, 3);
+}
+
+TEST(join_handle, join_rethrows_the_tasks_exception) {
+  bool caught = false;
+  on_loop([&]() -> corio::task<void> {
+    auto failing = []() -> corio::task<int> {
+      co_await corio::yield();
+      throw std::runtime_error("child failed");
+    };
+    auto handle = corio::spawn(failing());
+    try {
+      co_await handle;
+    } catch (const std::runtime_error&) {
+      caught = true;
+    }
+  });
+  EXPECT_TRUE(caught);
+}
+
+TEST(join_handle, awaiting_twice_throws_invalid_task) {
+  bool threw = false;
+  on_loop([&]() -> corio::task<void> {
+    auto handle = corio::spawn(yields_then(1, 1));
+    co_await handle;
+    try {
+      co_await handle;
+    } catch (const corio::invalid_task&) {
+      threw = true;
+    }
+  });
+  EXPECT_TRUE(threw);
+}
+
+TEST(join_handle, joining_a_detached_handle_throws_invalid_task) {
+  bool threw = false;
+  on_loop([&]() -> corio::task<void> {
+    auto handle = corio::spawn(yields_then(1, 1));
+    handle.detach();
+    EXPECT_FALSE(handle.valid());
+    try {
+      co_await handle;
+    } catch (const corio::invalid_task&) {
+      threw = true;
+    }
+  });
+  EXPECT_TRUE(threw);
+}
+
+TEST(join_handle, cancel_makes_a_sleeping_task_finish_with_cancelled) {
+  bool cancelled = false;
+  auto start = corio::clock::now();
+  on_loop([&]() -> corio::task<void> {
+    auto sleeper = []() -> corio::task<void> { co_await corio::sleep_for(1h); };
+    auto handle = corio::spawn(sleeper());
+    co_await corio::yield();
+    handle.cancel();
+    try {
+      co_await handle;
+    } catch (const corio::cancelled&) {
+      cancelled = true;
+    }
+  });
+  EXPECT_TRUE(cancelled);
+  EXPECT_LT(corio::clock::now() - start, 10s);
+}
+
+TEST(join_handle, cancelling_the_joiner_cancels_the_joined_task) {
+  bool inner_cancelled = false;
+  on_loop([&]() -> corio::task<void> {
+    auto inner = [&]() -> corio::task<void> {
+      try {
+        co_await corio::sleep_for(1h);
+      } catch (const corio::cancelled&) {
+        inner_cancelled = true;
+        throw;
+      }
+    };
+    auto outer = [&]() -> corio::task<void> { co_await corio::spawn(inner()); };
+    auto handle = corio::spawn(outer());
+    co_await corio::yield();
+    co_await corio::yield();
+    handle.cancel();
+    EXPECT_THROW(co_await handle, corio::cancelled);
+  });
+  EXPECT_TRUE(inner_cancelled);
+}
+
+TEST(join_handle, dropped_handle_lets_the_task_finish) {
+  int ran = 0;
+  on_loop([&]() -> corio::task<void> {
+    auto body = [&]() -> corio::task<void> {
+      co_await corio::yield();
+      ++ran;
+    };
+    { auto dropped = corio::spawn(body()); }
+    co_return;
+  });
+  EXPECT_EQ(ran, 1);
+}
+
+TEST(join_handle, exception_of_a_detached_task_reaches_the_loops_run) {
+  corio::event_loop loop;
+  auto parent = []() -> corio::task<void> {
+    auto failing = []() -> corio::task<void> {
+      co_await corio::yield();
+      throw std::runtime_error("nobody joins me");
+    };
+    corio::spawn(failing()).detach();
+    co_return;
+  };
+  loop.spawn(parent());
+  EXPECT_THROW(loop.run_until_idle(), std::runtime_error);
+}
+
+TEST(join_handle, spawn_outside_any_executor_throws_logic_error) {
+  EXPECT_THROW((void)corio::spawn(yields_then(1, 0)), std::logic_error);
+}
+
+TEST(join_handle, cancel_on_an_empty_handle_throws_invalid_task) {
+  corio::join_handle<int> empty;
+  EXPECT_THROW(empty.cancel(), corio::invalid_task);
+}
+
+TEST(join_handle, handle_outliving_its_loop_reports_cancelled) {
+  corio::join_handle<int> survivor;
+  {
+    corio::event_loop loop;
+    auto parent = [&]() -> corio::task<void> {
+      auto sleeper = []() -> corio::task<int> {
+        co_await corio::sleep_for(1h);
+        co_return 1;
+      };
+      survivor = corio::spawn(sleeper());
+      co_return;
+    };
+    loop.spawn(parent());
+    loop.run_until_idle();
+  }
+  EXPECT_TRUE(survivor.is_finished());
+}
+
+}  // namespace

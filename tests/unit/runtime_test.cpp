@@ -1,0 +1,306 @@
+#include <corio/runtime.hpp>
+#include <corio/task.hpp>
+#include <corio/time.hpp>
+#include <corio/when_all.hpp>
+#include <corio/yield.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/lifetime.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+corio::task<int> square(int x) { co_return x * x; }
+
+TEST(runtime, block_on_returns_the_value) {
+  corio::runtime rt(corio::runtime::options{.workers = 2, .max_blocking_threads = 64});
+  EXPECT_EQ(rt.block_on(square(9)), 81);
+  EXPECT_EQ(rt.workers(), 2u);
+}
+
+TEST(runtime, block_on_rethrows_the_exception) {
+  corio::runtime rt(corio::runtime::options{.workers = 2, .max_blocking_threads = 64});
+  auto failing = []() -> corio::task<void> {
+    co_await corio::yield();
+    throw std::domain_error("bad");
+  };
+  EXPECT_THROW(rt.block_on(failing()), std::domain_error);
+}
+
+TEST(runtime, spawned_tasks_are_all_joined_with_their_results) {
+  corio::runtime rt(corio::runtime::options{.workers = 2, .max_blocking_threads = 64});
+  auto parent = []() -> corio::task<long> {
+    std::vector<corio::join_handle<int>> handles;
+    for (int i = 0; i < 10'000; ++i) {
+      handles.push_back(corio::spawn(square(i % 100)));
+    }
+    long sum = 0;
+    for (auto& handle : handles) {
+      sum += co_await handle;
+    }
+    co_return sum;
+  };
+  long expected = 0;
+  for (int i = 0; i < 10'000; ++i) {
+    expected += (i % 100) * (i % 100);
+  }
+  EXPECT_EQ(rt.block_on(parent()), expected);
+}
+
+TEST(runtime, cpu_bound_fan_out_uses_more_than_one_worker) {
+  corio::runtime rt(corio::runtime::options{.workers = 2, .max_blocking_threads = 64});
+  std::mutex mutex;
+  std::set<std::thread::id> threads;
+  auto busy = [&]() -> corio::task<void> {
+    {
+      std::lock_guard lock(mutex);
+      threads.insert(std::this_thread::get_id());
+    }
+    auto until = std::chrono::steady_clock::now() + 2ms;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    co_return;
+  };
+  auto parent = [&]() -> corio::task<void> {
+    std::vector<corio::join_handle<void>> handles;
+    for (int i = 0; i < 200; ++i) {
+      handles.push_back(corio::spawn(busy()));
+    }
+    for (auto& handle : handles) {
+      co_await handle;
+    }
+  };
+  rt.block_on(parent());
+  EXPECT_EQ(threads.size(), 2u);
+}
+
+TEST(runtime, spawn_from_a_foreign_thread_runs_on_a_worker) {
+  corio::runtime rt(corio::runtime::options{.workers = 2, .max_blocking_threads = 64});
+  std::atomic<std::thread::id> ran_on{};
+  auto body = [&]() -> corio::task<int> {
+    ran_on = std::this_thread::get_id();
+    co_return 5;
+  };
+  auto handle = rt.spawn(body());
+  EXPECT_EQ(corio::sync_wait(std::move(handle)), 5);
+  EXPECT_NE(ran_on.load(), std::this_thread::get_id());
+}
+
+TEST(runtime, block_on_inside_a_worker_throws_logic_error) {
+  corio::runtime rt(corio::runtime::options{.workers = 1, .max_blocking_threads = 64});
+  auto nested = [&]() -> corio::task<bool> {
+    try {
+      rt.block_on(square(2));
+    } catch (const std::logic_error&) {
+      co_return true;
+    }
+    co_return false;
+  };
+  EXPECT_TRUE(rt.block_on(nested()));
+}
+
+TEST(runtime, spawning_on_a_shut_down_runtime_throws_runtime_stopped) {
+  corio::runtime rt(corio::runtime::options{.workers = 1, .max_blocking_threads = 64});
+  rt.shutdown();
+  EXPECT_THROW((void)rt.spawn(square(1)), corio::runtime_stopped);
+  EXPECT_THROW(rt.block_on(square(1)), corio::runtime_stopped);
+}
+
+TEST(runtime, sleeping_tasks_wake_on_time_across_workers) {
+  corio::runtime rt(corio::runtime::options{.workers = 2, .max_blocking_threads = 64});
+  auto parent = []() -> corio::task<corio::clock::duration> {
+    auto start = corio::clock::now();
+    auto sleeper = []() -> corio::task<void> { co_await corio::sleep_for(20ms); };
+    std::vector<corio::join_handle<void>> handles;
+    for (int i = 0; i < 100; ++i) {
+      handles.push_back(corio::spawn(sleeper()));
+    }
+    for (auto& handle : handles) {
+      co_await handle;
+    }
+    co_return corio::clock::now() - start;
+  };
+  auto elapsed = rt.block_on(parent());
+  EXPECT_GE(elapsed, 20ms);
+  EXPECT_LT(elapsed, 5s);
+}
+
+TEST(runtime, cancelling_a_yielding_loop_stops_it) {
+  corio::runtime rt(corio::runtime::options{.workers = 2, .max_blocking_threads = 64});
+  auto parent = []() -> corio::task<bool> {
+    auto spinner = []() -> corio::task<void> {
+      for (;;) {
+        co_await corio::yield();
+      }
+    };
+    auto handle = corio::spawn(spinner());
+    co_await corio::sleep_for(5ms);
+    handle.cancel();
+    try {
+      co_await handle;
+    } catch (const corio::cancelled&) {
+      co_return true;
+    }
+    co_return false;
+  };
+  EXPECT_TRUE(rt.block_on(parent()));
+}
+
+// One worker: a task looping over always-ready awaits must not starve the task that would stop it.
+TEST(runtime, coop_budget_lets_other_tasks_run_beside_a_task_that_never_suspends) {
+  corio::runtime rt(corio::runtime::options{.workers = 1, .max_blocking_threads = 64});
+  auto parent = []() -> corio::task<long> {
+    std::atomic<bool> stop{false};
+    auto ready = []() -> corio::task<int> { co_return 1; };
+    auto spinner = [&]() -> corio::task<long> {
+      long iterations = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        iterations += co_await ready();
+      }
+      co_return iterations;
+    };
+    auto stopper = [&]() -> corio::task<void> {
+      stop = true;
+      co_return;
+    };
+    auto spinning = corio::spawn(spinner());
+    co_await corio::yield();  // the spinner starts first
+    auto stopping = corio::spawn(stopper());
+    co_await stopping;
+    co_return co_await spinning;
+  };
+  EXPECT_GT(rt.block_on(parent()), 0);
+}
+
+TEST(runtime, spawn_blocking_runs_off_the_workers_and_returns_the_result) {
+  corio::runtime rt(corio::runtime::options{.workers = 1, .max_blocking_threads = 64});
+  auto parent = []() -> corio::task<bool> {
+    std::thread::id worker = std::this_thread::get_id();
+    std::thread::id blocking_thread = co_await corio::spawn_blocking([] {
+      std::this_thread::sleep_for(5ms);
+      return std::this_thread::get_id();
+    });
+    co_return blocking_thread != worker;
+  };
+  EXPECT_TRUE(rt.block_on(parent()));
+}
+
+TEST(runtime, spawn_blocking_propagates_exceptions) {
+  corio::runtime rt(corio::runtime::options{.workers = 1, .max_blocking_threads = 64});
+  auto parent = []() -> corio::task<void> {
+    co_await corio::spawn_blocking([] { throw std::length_error("blocking failed"); });
+  };
+  EXPECT_THROW(rt.block_on(parent()), std::length_error);
+}
+
+TEST(runtime, blocking_calls_do_not_stall_the_worker) {
+  corio::runtime rt(corio::runtime::options{.workers = 1, .max_blocking_threads = 4});
+  auto parent = []() -> corio::task<int> {
+    auto blocker = []() -> corio::task<void> {
+      co_await corio::spawn_blocking([] { std::this_thread::sleep_for(200ms); });
+    };
+    auto quick = []() -> corio::task<int> {
+      co_await corio::yield();
+      co_return 1;
+    };
+    auto slow = corio::spawn(blocker());
+    auto start = corio::clock::now();
+    int value = co_await corio::spawn(quick());
+    EXPECT_LT(corio::clock::now() - start, 150ms);  // ran while the blocking call was in progress
+    co_await slow;
+    co_return value;
+  };
+  EXPECT_EQ(rt.block_on(parent()), 1);
+}
+
+TEST(runtime, spawn_blocking_outside_a_runtime_throws_logic_error) {
+  auto body = []() -> corio::task<void> { co_await corio::spawn_blocking([] {}); };
+  EXPECT_THROW(corio::sync_wait(body()), std::logic_error);
+}
+
+TEST(runtime, detached_task_exception_reaches_the_unhandled_hook) {
+  std::atomic<int> reported{0};
+  {
+    corio::runtime rt(corio::runtime::options{
+        .workers = 1, .on_unhandled_exception = [&](std::exception_ptr) { reported.fetch_add(1); }});
+    auto parent = []() -> corio::task<void> {
+      auto failing = []() -> corio::task<void> {
+        throw std::runtime_error("lost?");
+        co_return;
+      };
+      corio::spawn(failing()).detach();
+      co_await corio::sleep_for(10ms);
+    };
+    rt.block_on(parent());
+  }
+  EXPECT_EQ(reported.load(), 1);
+}
+
+TEST(runtime, shutdown_destroys_suspended_tasks_sleepers_and_their_frames) {
+  corio::test::lifetime_counts counts;
+  {
+    corio::runtime rt(corio::runtime::options{.workers = 2, .max_blocking_threads = 64});
+    auto sleeper = [](corio::test::counted) -> corio::task<void> { co_await corio::sleep_for(1h); };
+    // Ignores cancellation by waiting on something that cannot be cancelled, over and over:
+    // shutdown must give up on it after its grace period and still free it.
+    auto stubborn = [](corio::test::counted) -> corio::task<void> {
+      for (;;) {
+        co_await corio::spawn_blocking([] { std::this_thread::sleep_for(20ms); });
+      }
+    };
+    auto parent = [&]() -> corio::task<void> {
+      for (int i = 0; i < 2000; ++i) {
+        corio::spawn(sleeper(corio::test::counted(counts))).detach();
+      }
+      corio::spawn(stubborn(corio::test::counted(counts))).detach();
+      co_await corio::sleep_for(20ms);
+    };
+    rt.block_on(parent());
+    EXPECT_GE(counts.alive.load(), 2001);
+  }
+  EXPECT_EQ(counts.alive.load(), 0);
+}
+
+long process_cpu_ticks() {
+  std::ifstream stat("/proc/self/stat");
+  std::string content((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::istringstream fields(content.substr(content.rfind(')') + 2));
+  std::string field;
+  long utime = 0;
+  long stime = 0;
+  for (int i = 3; i <= 15; ++i) {  // fields 14 and 15 are utime and stime
+    fields >> field;
+    if (i == 14) {
+      utime = std::stol(field);
+    } else if (i == 15) {
+      stime = std::stol(field);
+    }
+  }
+  return utime + stime;
+}
+
+TEST(runtime, idle_runtime_uses_almost_no_cpu) {
+  corio::runtime rt(corio::runtime::options{.workers = 2, .max_blocking_threads = 64});
+  rt.block_on(square(1));  // workers started and went idle
+  std::this_thread::sleep_for(50ms);
+  long before = process_cpu_ticks();
+  std::this_thread::sleep_for(1s);
+  long used = process_cpu_ticks() - before;
+  // Clock ticks are 10 ms; two spinning workers would burn ~200 ticks in this second.
+  EXPECT_LE(used, 5);
+}
+
+}  // namespace
