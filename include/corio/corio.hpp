@@ -8,6 +8,7 @@
 #include <corio/generator.hpp>
 #include <corio/join_handle.hpp>
 #include <corio/runtime.hpp>
+#include <corio/scope.hpp>
 #include <corio/semaphore.hpp>
 #include <corio/sync_wait.hpp>
 #include <corio/task.hpp>

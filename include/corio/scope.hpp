@@ -1,0 +1,139 @@
+#pragma once
+// corio::task_scope: structured concurrency (a nursery). Children spawned in a scope are joined by it;
+// the first failure cancels the siblings and is rethrown from join().
+#include <coroutine>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <stop_token>
+#include <utility>
+#include <vector>
+
+#include <corio/detail/executor.hpp>
+#include <corio/errors.hpp>
+#include <corio/join_handle.hpp>
+#include <corio/task.hpp>
+#include <corio/wait_group.hpp>
+
+namespace corio {
+namespace detail {
+
+/// The children's shared bookkeeping; children hold it too, so it outlives a scope destroyed early.
+struct scope_state {
+  wait_group running;
+  std::mutex mutex;
+  std::vector<join_handle<void>> children;  // guarded by mutex
+  std::exception_ptr first_failure;         // guarded by mutex
+
+  void cancel_all() {
+    std::lock_guard lock(mutex);
+    for (auto& child : children) {
+      child.cancel();
+    }
+  }
+
+  void record_failure(std::exception_ptr failure) {
+    {
+      std::lock_guard lock(mutex);
+      if (first_failure) {
+        return;
+      }
+      first_failure = std::move(failure);
+    }
+    cancel_all();
+  }
+};
+
+template <class T>
+task<void> scope_child(std::shared_ptr<scope_state> state, task<T> body) {
+  try {
+    co_await std::move(body);
+  } catch (const cancelled&) {
+    // A sibling's failure or the scope's cancel() stopped it; not a failure of its own.
+  } catch (...) {
+    state->record_failure(std::current_exception());
+  }
+  state->running.done();
+}
+
+/// A task whose awaits ignore the awaiter's cancellation (used to finish joining after a cancel).
+inline task<void> shielded(task<void> body) {
+  static const std::stop_token never_stops;
+  auto handle = body.release();
+  handle.promise().stop_ = &never_stops;
+  return task<void>{handle};
+}
+
+}  // namespace detail
+
+/// A nursery for child tasks: `spawn` starts children on the current executor, `co_await join()`
+/// waits for all of them. The first child to fail (with anything but corio::cancelled) cancels its
+/// siblings, and join() rethrows that failure once every child has stopped. If the task awaiting
+/// join() is cancelled, the children are cancelled and join() still waits for them to stop before it
+/// throws corio::cancelled, so no child outlives the join. Destroying a scope that was not joined
+/// cancels every child still running (like tokio's JoinSet on drop); they finish on their executor.
+/// spawn/join/cancel are thread-safe.
+///
+///     corio::task_scope scope;
+///     for (auto& url : urls) scope.spawn(fetch(url));
+///     co_await scope.join();                 // all fetched, or the first error
+class task_scope {
+ public:
+  task_scope() = default;
+  task_scope(const task_scope&) = delete;
+  task_scope& operator=(const task_scope&) = delete;
+  ~task_scope() { state_->cancel_all(); }
+
+  /// Starts `body` as a child on the executor running the caller. Throws std::logic_error outside an
+  /// event loop or runtime, corio::invalid_task for an empty task.
+  template <class T>
+  void spawn(task<T> body) {
+    detail::executor* owner = detail::current_executor;
+    if (owner == nullptr) {
+      throw std::logic_error("corio::task_scope::spawn: no event loop or runtime runs on this thread");
+    }
+    if (!body.valid()) {
+      throw invalid_task("corio::task_scope::spawn: empty or finished task");
+    }
+    state_->running.add(1);
+    try {
+      auto handle = detail::spawn_on(*owner, detail::scope_child(state_, std::move(body)));
+      std::lock_guard lock(state_->mutex);
+      state_->children.push_back(std::move(handle));
+    } catch (...) {
+      state_->running.done();
+      throw;
+    }
+  }
+
+  /// Waits until every child has finished; rethrows the first failure.
+  task<void> join() {
+    std::shared_ptr<detail::scope_state> state = state_;
+    bool cancelled_while_joining = false;
+    try {
+      co_await state->running.wait();
+    } catch (const cancelled&) {
+      cancelled_while_joining = true;
+    }
+    if (cancelled_while_joining) {
+      state->cancel_all();
+      co_await detail::shielded(wait_for(state));
+      throw cancelled();
+    }
+    std::lock_guard lock(state->mutex);
+    if (state->first_failure) {
+      std::rethrow_exception(state->first_failure);
+    }
+  }
+
+  /// Thread-safe: cancels every child (each sees corio::cancelled at its next suspension point).
+  void cancel() { state_->cancel_all(); }
+
+ private:
+  static task<void> wait_for(std::shared_ptr<detail::scope_state> state) { co_await state->running.wait(); }
+
+  std::shared_ptr<detail::scope_state> state_ = std::make_shared<detail::scope_state>();
+};
+
+}  // namespace corio

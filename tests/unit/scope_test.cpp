@@ -1,0 +1,141 @@
+#include <corio/runtime.hpp>
+#include <corio/scope.hpp>
+#include <corio/task.hpp>
+#include <corio/time.hpp>
+#include <corio/yield.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+
+#include "support/lifetime.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+corio::runtime::options two_workers() { return {.workers = 2, .max_blocking_threads = 4}; }
+
+TEST(task_scope, join_waits_for_every_child) {
+  corio::runtime rt(two_workers());
+  std::atomic<int> finished{0};
+  auto parent = [&]() -> corio::task<int> {
+    corio::task_scope scope;
+    auto child = [&](int yields) -> corio::task<void> {
+      for (int i = 0; i < yields; ++i) {
+        co_await corio::yield();
+      }
+      finished.fetch_add(1);
+    };
+    for (int i = 0; i < 100; ++i) {
+      scope.spawn(child(i % 10));
+    }
+    co_await scope.join();
+    co_return finished.load();
+  };
+  EXPECT_EQ(rt.block_on(parent()), 100);
+}
+
+TEST(task_scope, first_failure_cancels_siblings_and_is_rethrown_from_join) {
+  corio::runtime rt(two_workers());
+  std::atomic<int> cancelled{0};
+  auto parent = [&]() -> corio::task<void> {
+    corio::task_scope scope;
+    auto sleeper = [&]() -> corio::task<void> {
+      try {
+        co_await corio::sleep_for(1h);
+      } catch (const corio::cancelled&) {
+        cancelled.fetch_add(1);
+        throw;
+      }
+    };
+    auto failing = []() -> corio::task<void> {
+      co_await corio::sleep_for(5ms);
+      throw std::runtime_error("child failed");
+    };
+    for (int i = 0; i < 10; ++i) {
+      scope.spawn(sleeper());
+    }
+    scope.spawn(failing());
+    co_await scope.join();
+  };
+  auto start = corio::clock::now();
+  EXPECT_THROW(rt.block_on(parent()), std::runtime_error);
+  EXPECT_EQ(cancelled.load(), 10);
+  EXPECT_LT(corio::clock::now() - start, 10s);
+}
+
+TEST(task_scope, cancelling_the_joiner_cancels_children_and_waits_for_them) {
+  corio::runtime rt(two_workers());
+  std::atomic<int> children_stopped{0};
+  auto parent = [&]() -> corio::task<bool> {
+    auto joiner = [&]() -> corio::task<void> {
+      corio::task_scope scope;
+      auto child = [&]() -> corio::task<void> {
+        struct count_stop {
+          std::atomic<int>& counter;
+          ~count_stop() { counter.fetch_add(1); }
+        } stop{children_stopped};
+        co_await corio::sleep_for(1h);
+      };
+      for (int i = 0; i < 5; ++i) {
+        scope.spawn(child());
+      }
+      co_await scope.join();
+    };
+    auto handle = corio::spawn(joiner());
+    co_await corio::sleep_for(5ms);
+    handle.cancel();
+    try {
+      co_await handle;
+    } catch (const corio::cancelled&) {
+      co_return children_stopped.load() == 5;  // every child stopped before join returned
+    }
+    co_return false;
+  };
+  EXPECT_TRUE(rt.block_on(parent()));
+}
+
+TEST(task_scope, destroying_an_unjoined_scope_cancels_its_children) {
+  corio::runtime rt(two_workers());
+  std::atomic<int> cancelled{0};
+  auto parent = [&]() -> corio::task<void> {
+    auto child = [&]() -> corio::task<void> {
+      try {
+        co_await corio::sleep_for(1h);
+      } catch (const corio::cancelled&) {
+        cancelled.fetch_add(1);
+      }
+    };
+    {
+      corio::task_scope scope;
+      scope.spawn(child());
+      scope.spawn(child());
+      co_await corio::sleep_for(2ms);
+    }
+    while (cancelled.load() != 2) {
+      co_await corio::sleep_for(1ms);
+    }
+  };
+  rt.block_on(parent());
+  EXPECT_EQ(cancelled.load(), 2);
+}
+
+TEST(task_scope, spawn_outside_an_executor_throws_logic_error) {
+  corio::task_scope scope;
+  auto child = []() -> corio::task<void> { co_return; };
+  EXPECT_THROW(scope.spawn(child()), std::logic_error);
+}
+
+TEST(task_scope, join_with_no_children_completes_at_once) {
+  corio::runtime rt(two_workers());
+  auto parent = []() -> corio::task<void> {
+    corio::task_scope scope;
+    co_await scope.join();
+  };
+  EXPECT_NO_THROW(rt.block_on(parent()));
+}
+
+}  // namespace
