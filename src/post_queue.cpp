@@ -56,40 +56,57 @@ post_channel::~post_channel() {
     delete segment;
     segment = next;
   }
-  delete spare_.load(std::memory_order_acquire);
+  for (post_segment* list : {recycled_.load(std::memory_order_acquire), producer_free_}) {
+    while (list != nullptr) {
+      post_segment* next = list->next;
+      delete list;
+      list = next;
+    }
+  }
 }
 
-post_slot& post_channel::claim_slot() {
-  std::size_t index = producer_tail_ % post_segment::slots_per_segment;
-  if (index == 0 && producer_tail_ != 0) {
-    post_segment* fresh = spare_.exchange(nullptr, std::memory_order_acq_rel);
-    if (fresh == nullptr) {
-      fresh = new post_segment;
+unsigned char* post_channel::claim(std::size_t record_bytes) {
+  if (producer_offset_ + record_bytes > post_segment::bytes) {
+    if (producer_offset_ + sizeof(post_record) <= post_segment::bytes) {
+      ::new (producer_segment_->data + producer_offset_) post_record{nullptr};
     }
+    post_segment* fresh = take_free_segment();
     fresh->next = nullptr;
     producer_segment_->next = fresh;
     producer_segment_ = fresh;
+    producer_offset_ = 0;
   }
-  return producer_segment_->slots[index];
+  unsigned char* record = producer_segment_->data + producer_offset_;
+  producer_offset_ += record_bytes;
+  return record;
 }
 
-post_slot& post_channel::consume_slot() noexcept {
-  std::size_t index = head_ % post_segment::slots_per_segment;
-  if (index == 0 && head_ != 0) {
+// Consumes the next published record: runs it if `run`, destroys it either way. A throwing functor
+// is still consumed: the operation reports the record's size before it runs, and the offset moves on
+// as the exception leaves.
+void post_channel::consume_one(bool run) {
+  if (consumer_offset_ + sizeof(post_record) > post_segment::bytes ||
+      reinterpret_cast<post_record*>(consumer_segment_->data + consumer_offset_)->op == nullptr) {
     post_segment* finished = consumer_segment_;
     consumer_segment_ = finished->next;
-    delete spare_.exchange(finished, std::memory_order_acq_rel);
+    consumer_offset_ = 0;
+    recycle(finished);
   }
+  unsigned char* record = consumer_segment_->data + consumer_offset_;
   ++head_;
-  return consumer_segment_->slots[index];
+  struct advance_on_exit {
+    std::size_t& offset;
+    std::size_t bytes = 0;
+    ~advance_on_exit() { offset += bytes; }
+  } advance{consumer_offset_};
+  reinterpret_cast<post_record*>(record)->op(record + sizeof(post_record), run, advance.bytes);
 }
 
 std::size_t post_channel::drain(std::size_t budget) {
   std::uint64_t available = tail_.load(std::memory_order_acquire) - head_;
   std::size_t count = available < budget ? static_cast<std::size_t>(available) : budget;
   for (std::size_t i = 0; i < count; ++i) {
-    post_slot& slot = consume_slot();
-    slot.op(slot, true);
+    consume_one(true);
   }
   return count;
 }
@@ -97,9 +114,33 @@ std::size_t post_channel::drain(std::size_t budget) {
 void post_channel::discard() noexcept {
   std::uint64_t tail = tail_.load(std::memory_order_acquire);
   while (head_ != tail) {
-    post_slot& slot = consume_slot();
-    slot.op(slot, false);
+    consume_one(false);
   }
+}
+
+post_segment* post_channel::take_free_segment() {
+  if (producer_free_ == nullptr) {
+    producer_free_ = recycled_.exchange(nullptr, std::memory_order_acquire);
+  }
+  if (producer_free_ == nullptr) {
+    return new post_segment;
+  }
+  post_segment* segment = producer_free_;
+  producer_free_ = segment->next;
+  free_segments_.fetch_sub(1, std::memory_order_relaxed);
+  return segment;
+}
+
+void post_channel::recycle(post_segment* segment) noexcept {
+  if (free_segments_.load(std::memory_order_relaxed) >= max_free_segments) {
+    delete segment;
+    return;
+  }
+  free_segments_.fetch_add(1, std::memory_order_relaxed);
+  post_segment* head = recycled_.load(std::memory_order_relaxed);
+  do {
+    segment->next = head;
+  } while (!recycled_.compare_exchange_weak(head, segment, std::memory_order_release, std::memory_order_relaxed));
 }
 
 void post_channel::release() noexcept {

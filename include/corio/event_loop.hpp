@@ -116,6 +116,7 @@ class event_loop final : private detail::executor {
   void earliest_timer_changed() noexcept override { parker_.unpark_if_parked(); }
 
   bool run_one_round();
+  bool posts_arrive_soon() noexcept;
   std::optional<std::chrono::nanoseconds> park_timeout() const noexcept;
   void rethrow_pending_error();
 

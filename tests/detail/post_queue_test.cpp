@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <thread>
 #include <vector>
 
@@ -33,6 +34,46 @@ TEST(post_queue, reuses_segments_in_steady_state) {
     queue.drain(1000);
   }
   EXPECT_EQ(sum, 100L * (300L * 299L / 2));
+}
+
+// Records of 16 to 72 bytes make segments end at every possible offset, so the end-of-segment marker
+// and the exact-fit case are both crossed many times.
+TEST(post_queue, mixed_size_records_keep_fifo_order_across_segments) {
+  corio::detail::parker parker;
+  corio::detail::post_queue queue(parker);
+  std::vector<int> seen;
+  int next = 0;
+  for (int round = 0; round < 3000; ++round) {
+    switch (round % 4) {
+      case 0:
+        queue.push([&seen, id = next++] { seen.push_back(id); });
+        break;
+      case 1: {
+        std::array<char, 24> pad{};
+        queue.push([&seen, id = next++, pad] { seen.push_back(id + pad[0]); });
+        break;
+      }
+      case 2: {
+        std::array<char, 48> pad{};
+        queue.push([&seen, id = next++, pad] { seen.push_back(id + pad[0]); });
+        break;
+      }
+      default: {
+        std::array<char, 200> pad{};  // boxed
+        queue.push([&seen, id = next++, pad] { seen.push_back(id + pad[0]); });
+        break;
+      }
+    }
+    if (round % 700 == 0) {
+      queue.drain(300);  // consume part-way, so producer and consumer sit in different segments
+    }
+  }
+  while (queue.drain(1000) != 0) {
+  }
+  ASSERT_EQ(seen.size(), 3000u);
+  for (int i = 0; i < 3000; ++i) {
+    ASSERT_EQ(seen[static_cast<std::size_t>(i)], i);
+  }
 }
 
 TEST(post_queue, closed_queue_refuses_pushes) {

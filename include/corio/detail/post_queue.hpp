@@ -2,30 +2,38 @@
 // The lock-free cross-thread queue behind event_loop::post.
 //
 // Purpose: any thread hands functors to one loop thread, FIFO per producer thread, with no lock, no
-// read-modify-write on the hot path and no heap allocation per post for functors of up to 48 bytes.
+// read-modify-write on the hot path and no heap allocation per post for functors of up to 64 bytes.
 //
 // Shape: one unbounded single-producer/single-consumer channel per (producer thread, loop) pair.
-// A channel is a linked list of fixed segments of 64-byte slots; a slot holds the functor in place
-// plus one function pointer that runs and destroys it. The consumer drains every channel in turn.
+// A channel is a linked list of 16 KiB segments holding variable-size records: an operation pointer
+// that runs and destroys the functor, then the functor itself, 8-byte aligned. A pointer-sized lambda
+// takes 16 bytes, four to a cache line, which keeps the memory a backlog touches small. The consumer
+// drains every channel in turn.
 // Per-producer FIFO follows from each channel being FIFO; nothing orders different producers
 // (evpp's contract too).
 //
 // Invariants:
-//  - `tail_` counts slots published by the producer; `head_` (consumer-private) counts slots consumed.
-//    Slot n lives in segment n / segment_slots, at index n % segment_slots.
-//  - The producer links a new segment (`next`) before it publishes the first slot in it, so the
-//    consumer, which only follows `next` when it is about to read that slot, always finds it linked.
+//  - `tail_` counts records published by the producer; `head_` (consumer-private) counts records
+//    consumed. Both sides walk the same sequence of records, each knowing its own offset.
+//  - A record never straddles segments. When one does not fit, the producer writes a null operation
+//    (if there is room for one) and continues at offset 0 of a new segment, which it links (`next`)
+//    before publishing the record in it; so the consumer, which only moves on when it is about to read
+//    a published record, always finds the null marker (or the segment's end) and the link.
 //  - Each channel has two owners, counted in `refs_`: the loop and the producer thread. The loop
 //    frees a channel once the producer thread has exited and the channel is empty; a producer thread
 //    that exits after the loop is gone frees it itself.
 //
 // Memory-ordering pairs:
-//  - slot contents + `next`: written before the producer's seq_cst store of `tail_`, read after the
-//    consumer's load of `tail_` (release/acquire suffices for this; seq_cst is for the next pair).
+//  - record contents, markers + `next`: written before the producer's seq_cst store of `tail_`, read
+//    after the consumer's load of `tail_` (release/acquire suffices for this; seq_cst is for the next
+//    pair).
 //  - parking: producer's seq_cst store of `tail_` then seq_cst load of the parker word, against the
 //    loop's seq_cst store of the parker word then seq_cst loads of every `tail_` (see parker.hpp).
-//  - segment recycling: the consumer releases a fully read segment into `spare_` (exchange, acq_rel);
-//    the producer acquires it from there before overwriting it.
+//  - segment recycling: the consumer pushes a fully read segment onto the `recycled_` stack (CAS,
+//    release); the producer takes the whole stack at once (exchange, acquire) into its private free
+//    list before it reuses any of them. Taking everything at once makes the stack immune to ABA.
+//    `free_segments_` counts segments in the stack plus the producer's list, so at most
+//    `max_free_segments` (4 MiB) are kept per channel; the rest go back to the allocator.
 //  - registration: a producer pushes its new channel on `incoming_` (CAS, release); the consumer takes
 //    the whole stack (exchange, acquire) and owns its private list from then on.
 //
@@ -38,6 +46,8 @@
 //    cache line that every producer contends on.
 //  - a bounded ring per producer: a full ring must block the producer, and two loops posting to each
 //    other could then deadlock.
+//  - fixed 64-byte slots (the first version): simpler, but a backlog of small lambdas touched four
+//    times the memory, and page faults dominated the profile under load.
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -49,21 +59,34 @@ namespace corio::detail {
 
 class parker;
 
-struct post_slot {
-  /// Runs the stored functor if `run` is true, and always destroys it.
-  using operation = void (*)(post_slot& slot, bool run);
-  static constexpr std::size_t inline_bytes = 48;
-
-  operation op;
-  alignas(16) unsigned char storage[inline_bytes];
+/// One posted functor, stored in place in a segment: the record is the operation pointer followed by
+/// the functor (or, for a large or over-aligned functor, a pointer to a heap copy). Records are
+/// 8-byte aligned and as long as they need to be, so small lambdas pack several to a cache line.
+struct post_record {
+  /// Stores the record's size in `record_bytes` first, then runs the functor if `run` is true, and
+  /// always destroys it (also when it throws).
+  using operation = void (*)(void* storage, bool run, std::size_t& record_bytes);
+  operation op;  // null: the rest of this segment is unused, continue in the next one
 };
 
-template <class F>
-inline constexpr bool fits_inline_v = sizeof(F) <= post_slot::inline_bytes && alignof(F) <= 16;
+inline constexpr std::size_t post_record_align = alignof(post_record);
+inline constexpr std::size_t max_inline_functor = 64;
 
 template <class F>
-void run_inline_functor(post_slot& slot, bool run) {
-  F* functor = std::launder(reinterpret_cast<F*>(slot.storage));
+inline constexpr bool fits_inline_v = sizeof(F) <= max_inline_functor && alignof(F) <= post_record_align;
+
+constexpr std::size_t round_to_record_align(std::size_t bytes) {
+  return (bytes + post_record_align - 1) / post_record_align * post_record_align;
+}
+
+template <class F>
+inline constexpr std::size_t record_bytes_v =
+    sizeof(post_record) + round_to_record_align(fits_inline_v<F> ? sizeof(F) : sizeof(F*));
+
+template <class F>
+void run_inline_functor(void* storage, bool run, std::size_t& record_bytes) {
+  record_bytes = record_bytes_v<F>;
+  F* functor = std::launder(static_cast<F*>(storage));
   struct destroy_on_exit {
     F* functor;
     ~destroy_on_exit() { functor->~F(); }
@@ -74,8 +97,9 @@ void run_inline_functor(post_slot& slot, bool run) {
 }
 
 template <class F>
-void run_boxed_functor(post_slot& slot, bool run) {
-  F* functor = *std::launder(reinterpret_cast<F**>(slot.storage));
+void run_boxed_functor(void* storage, bool run, std::size_t& record_bytes) {
+  record_bytes = record_bytes_v<F>;
+  F* functor = *std::launder(static_cast<F**>(storage));
   struct delete_on_exit {
     F* functor;
     ~delete_on_exit() { delete functor; }
@@ -86,8 +110,8 @@ void run_boxed_functor(post_slot& slot, bool run) {
 }
 
 struct post_segment {
-  static constexpr std::size_t slots_per_segment = 256;
-  post_slot slots[slots_per_segment];
+  static constexpr std::size_t bytes = 16 * 1024 - 64;
+  alignas(64) unsigned char data[bytes];
   post_segment* next = nullptr;
 };
 
@@ -102,13 +126,15 @@ class post_channel {
   template <class F>
   void push(F&& functor) {
     using stored = std::decay_t<F>;
-    post_slot& slot = claim_slot();
+    static_assert(record_bytes_v<stored> <= post_segment::bytes);
+    unsigned char* record = claim(record_bytes_v<stored>);
+    void* storage = record + sizeof(post_record);
     if constexpr (fits_inline_v<stored>) {
-      ::new (static_cast<void*>(slot.storage)) stored(std::forward<F>(functor));
-      slot.op = &run_inline_functor<stored>;
+      ::new (storage) stored(std::forward<F>(functor));
+      ::new (record) post_record{&run_inline_functor<stored>};
     } else {
-      ::new (static_cast<void*>(slot.storage)) stored*(new stored(std::forward<F>(functor)));
-      slot.op = &run_boxed_functor<stored>;
+      ::new (storage) stored*(new stored(std::forward<F>(functor)));
+      ::new (record) post_record{&run_boxed_functor<stored>};
     }
     tail_.store(++producer_tail_, std::memory_order_seq_cst);
   }
@@ -133,20 +159,29 @@ class post_channel {
   post_channel* next_ = nullptr;  // link in the registration stack, then in the consumer's list
 
  private:
-  post_slot& claim_slot();
-  post_slot& consume_slot() noexcept;
+  unsigned char* claim(std::size_t record_bytes);
+  void consume_one(bool run);
 
   // Producer-private.
   post_segment* producer_segment_;
+  std::size_t producer_offset_ = 0;
   std::uint64_t producer_tail_ = 0;
 
   alignas(64) std::atomic<std::uint64_t> tail_{0};
 
   // Consumer-private.
   alignas(64) post_segment* consumer_segment_;
+  std::size_t consumer_offset_ = 0;
   std::uint64_t head_ = 0;
 
-  alignas(64) std::atomic<post_segment*> spare_{nullptr};
+  static constexpr std::size_t max_free_segments = 256;
+  post_segment* take_free_segment();
+  void recycle(post_segment* segment) noexcept;
+
+  post_segment* producer_free_ = nullptr;  // producer-private free list
+
+  alignas(64) std::atomic<post_segment*> recycled_{nullptr};
+  std::atomic<std::size_t> free_segments_{0};
   std::atomic<int> refs_{2};
   std::atomic<bool> queue_gone_{false};
   const std::uint64_t queue_id_;
