@@ -3,6 +3,8 @@
 
 #include <stdexcept>
 
+#include <corio/detail/asymmetric_barrier.hpp>
+
 #include <corio/join_handle.hpp>
 
 namespace corio {
@@ -130,6 +132,7 @@ void event_loop::run() {
       continue;
     }
     parker_.prepare_park();
+    detail::heavy_barrier();  // pairs with the producers' light barrier after publishing (post_queue.hpp)
     if (stopped() || posts_.has_pending()) {
       parker_.cancel_park();
       continue;
