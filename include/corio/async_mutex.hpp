@@ -32,9 +32,11 @@ class condition_variable;
 ///     shared.push_back(item);        // exclusive access until `guard` goes out of scope
 class async_lock_guard {
  public:
+  /// A guard that holds no lock.
   async_lock_guard() noexcept = default;
   /// Adopts a lock the caller already holds (from try_lock() or lock_unguarded()).
   async_lock_guard(async_mutex& mutex, std::adopt_lock_t) noexcept : mutex_(&mutex) {}
+  /// Takes over `other`'s lock; `other` then holds none.
   async_lock_guard(async_lock_guard&& other) noexcept : mutex_(std::exchange(other.mutex_, nullptr)) {}
   /// Unlocks the lock this guard held, then takes over `other`'s.
   async_lock_guard& operator=(async_lock_guard&& other) noexcept {
@@ -44,10 +46,12 @@ class async_lock_guard {
     }
     return *this;
   }
+  /// Unlocks the mutex if the guard holds a lock.
   ~async_lock_guard() { reset(); }
 
   /// True if this guard holds a lock.
   bool owns_lock() const noexcept { return mutex_ != nullptr; }
+  /// Same as owns_lock().
   explicit operator bool() const noexcept { return owns_lock(); }
   /// The mutex whose lock this guard holds, or null.
   async_mutex* mutex() const noexcept { return mutex_; }
@@ -91,6 +95,7 @@ class guarded_lock_awaiter : public waiter {
 ///     }                                       // unlocked here, handed to the next waiter
 class async_mutex {
  public:
+  /// An unlocked mutex.
   async_mutex() noexcept = default;
   async_mutex(const async_mutex&) = delete;
   async_mutex& operator=(const async_mutex&) = delete;

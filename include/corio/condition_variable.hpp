@@ -47,6 +47,7 @@ namespace corio {
 ///     // producer: { auto guard = co_await mutex.lock(); queue.push_back(x); } not_empty.notify_one();
 class condition_variable {
  public:
+  /// A condition variable nobody waits on.
   condition_variable() noexcept = default;
   condition_variable(const condition_variable&) = delete;
   condition_variable& operator=(const condition_variable&) = delete;

@@ -29,6 +29,7 @@ namespace corio {
 ///     ready.set();
 class event {
  public:
+  /// An event that starts cleared (or set).
   explicit event(bool initially_set = false) noexcept : set_(initially_set) {}
   event(const event&) = delete;
   event& operator=(const event&) = delete;
@@ -76,6 +77,7 @@ class event {
 ///     corio::task<> b() { for (;;) { co_await ping.wait(); pong.set(); } }
 class auto_reset_event {
  public:
+  /// An event that starts unsignalled (or signalled, for the first wait).
   explicit auto_reset_event(bool initially_set = false) noexcept : signalled_(initially_set) {}
   auto_reset_event(const auto_reset_event&) = delete;
   auto_reset_event& operator=(const auto_reset_event&) = delete;

@@ -70,6 +70,7 @@ class zero_count {
 ///     co_await wg.wait();
 class wait_group {
  public:
+  /// A group with a count of zero.
   wait_group() noexcept = default;
   wait_group(const wait_group&) = delete;
   wait_group& operator=(const wait_group&) = delete;

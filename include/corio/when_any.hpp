@@ -81,10 +81,10 @@ task<std::variant<detail::non_void_t<detail::await_result_t<Awaitables>>...>> wh
   std::size_t winner = join.first_done.load(std::memory_order_acquire);
   std::optional<result_type> result;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ((I == winner ? (result.emplace(std::in_place_index<I>, detail::take_non_void(std::get<I>(children).result())),
-                     true)
-                  : false) ||
-     ...);
+    (void)((I == winner ? (result.emplace(std::in_place_index<I>, detail::take_non_void(std::get<I>(children).result())),
+                           true)
+                        : false) ||
+           ...);
   }(std::index_sequence_for<Awaitables...>{});
   co_return std::move(*result);
 }

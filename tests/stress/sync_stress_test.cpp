@@ -6,6 +6,8 @@
 #include <corio/condition_variable.hpp>
 #include <corio/event.hpp>
 #include <corio/event_loop.hpp>
+#include <corio/join_handle.hpp>
+#include <corio/runtime.hpp>
 #include <corio/semaphore.hpp>
 #include <corio/sync_wait.hpp>
 #include <corio/task.hpp>
@@ -15,7 +17,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <cstdio>
 #include <chrono>
 #include <cstddef>
 #include <deque>
@@ -116,8 +117,8 @@ TEST(sync_stress, mutex_counter_is_exact_with_four_loops_and_cross_thread_cancel
       run_round_with_cancels(loops, tasks, random, worker);
     }
   }
-  std::printf("DIAG mutex increments=%ld cancellations=%d\n", increments.load(), cancellations.load());
   EXPECT_EQ(counter, increments.load());
+  EXPECT_GT(cancellations.load(), 0);
   EXPECT_GE(counter, long{rounds} * (tasks / 2) * iterations);  // the uncancelled half always finishes
   EXPECT_TRUE(mutex.try_lock());
   mutex.unlock();
@@ -132,13 +133,11 @@ TEST(sync_stress, semaphore_conserves_permits_under_grant_and_cancel_races) {
   std::atomic<int> holders{0};
   std::atomic<int> over_limit{0};
   std::atomic<long> acquired{0};
-  std::atomic<int> cancellations{0};
   auto worker = [&](corio::latch& finished) -> corio::task<void> {
     for (int i = 0; i < iterations; ++i) {
       try {
         co_await sem.acquire();
       } catch (const corio::cancelled&) {
-        cancellations.fetch_add(1);
         break;
       }
       acquired.fetch_add(1);
@@ -154,7 +153,6 @@ TEST(sync_stress, semaphore_conserves_permits_under_grant_and_cancel_races) {
       holders.fetch_sub(1);
       sem.release();
       if (stopped) {
-        cancellations.fetch_add(1);
         break;
       }
     }
@@ -168,8 +166,8 @@ TEST(sync_stress, semaphore_conserves_permits_under_grant_and_cancel_races) {
       EXPECT_EQ(sem.available(), permits);
     }
   }
-  std::printf("DIAG sem acquired=%ld cancellations=%d\n", acquired.load(), cancellations.load());
   EXPECT_EQ(over_limit.load(), 0);
+  EXPECT_GE(acquired.load(), long{rounds} * (tasks / 2) * iterations);  // the uncancelled half
   EXPECT_EQ(sem.available(), permits);
 }
 
@@ -362,6 +360,108 @@ TEST(sync_stress, destroying_loops_with_waiters_on_every_primitive_is_clean) {
     }  // loops stop and are destroyed with frames parked (or granted) on every primitive
     EXPECT_TRUE(mutex.try_lock());
     mutex.unlock();
+    ev.set();
+    wg.done();
+    cv.notify_all();
+  }
+}
+
+// ---- on a work-stealing runtime: waiters and wakers migrate between workers ----
+
+TEST(sync_stress, runtime_workers_share_a_mutex_exactly_with_join_handle_cancels) {
+  constexpr int tasks = 32;
+  constexpr int iterations = 150;
+  corio::async_mutex mutex;
+  long counter = 0;  // not atomic: the mutex is the only protection
+  std::atomic<long> increments{0};
+  auto worker = [&]() -> corio::task<void> {
+    for (int i = 0; i < iterations; ++i) {
+      auto guard = co_await mutex.lock();
+      long seen = counter;
+      if (i % 4 == 0) {
+        co_await corio::yield();
+      }
+      counter = seen + 1;
+      increments.fetch_add(1, std::memory_order_relaxed);
+    }
+  };
+  int cancelled = 0;
+  {
+    corio::runtime rt(corio::runtime::options{.workers = 3});
+    std::vector<corio::join_handle<void>> handles;
+    for (int t = 0; t < tasks; ++t) {
+      handles.push_back(rt.spawn(worker()));
+    }
+    std::minstd_rand random(17);
+    for (int t = 0; t < tasks; t += 2) {  // cancel half of them from this plain thread, mid-run
+      std::this_thread::sleep_for(std::chrono::microseconds(random() % 300));
+      handles[static_cast<std::size_t>(t)].cancel();
+    }
+    for (auto& handle : handles) {
+      try {
+        corio::sync_wait(std::move(handle));
+      } catch (const corio::cancelled&) {
+        ++cancelled;
+      }
+    }
+  }
+  EXPECT_EQ(counter, increments.load());
+  EXPECT_GE(counter, long{tasks / 2} * iterations);
+  EXPECT_LE(cancelled, tasks / 2);
+  EXPECT_TRUE(mutex.try_lock());
+  mutex.unlock();
+}
+
+TEST(sync_stress, runtime_shutdown_with_waiters_on_every_primitive_is_clean) {
+  for (int round = 0; round < 10; ++round) {
+    corio::async_mutex mutex;
+    corio::semaphore sem(0);
+    corio::event ev;
+    corio::auto_reset_event are;
+    corio::wait_group wg;
+    corio::condition_variable cv;
+    corio::latch started(5 * 4);
+    wg.add(1);
+    auto waits_mutex_then_sem = [&]() -> corio::task<void> {
+      started.count_down();
+      auto guard = co_await mutex.lock();
+      co_await sem.acquire();
+    };
+    auto waits_ev = [&]() -> corio::task<void> {
+      started.count_down();
+      co_await ev.wait();
+    };
+    auto waits_are = [&]() -> corio::task<void> {
+      started.count_down();
+      co_await are.wait();
+    };
+    auto waits_wg = [&]() -> corio::task<void> {
+      started.count_down();
+      co_await wg.wait();
+    };
+    auto waits_cv = [&]() -> corio::task<void> {
+      started.count_down();
+      auto guard = co_await mutex.lock();
+      co_await cv.wait(guard);
+    };
+    {
+      corio::runtime rt(corio::runtime::options{.workers = 2});
+      for (int i = 0; i < 4; ++i) {
+        rt.spawn(waits_mutex_then_sem()).detach();
+        rt.spawn(waits_ev()).detach();
+        rt.spawn(waits_are()).detach();
+        rt.spawn(waits_wg()).detach();
+        rt.spawn(waits_cv()).detach();
+      }
+      corio::sync_wait(started.wait());
+      std::this_thread::sleep_for(std::chrono::microseconds(100 * (round % 4)));
+      sem.release();
+      are.set();
+      cv.notify_one();
+    }  // shutdown cancels every task (their waits throw corio::cancelled), then destroys the frames
+    EXPECT_TRUE(mutex.try_lock());
+    mutex.unlock();
+    EXPECT_LE(sem.available(), 1u);
     ev.set();
     wg.done();
     cv.notify_all();

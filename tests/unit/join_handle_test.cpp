@@ -136,11 +136,12 @@ TEST(join_handle, cancelling_the_joiner_cancels_the_joined_task) {
 
 TEST(join_handle, dropped_handle_lets_the_task_finish) {
   int ran = 0;
+  // Declared here, not inside the parent: the child outlives the parent's frame.
+  auto body = [&]() -> corio::task<void> {
+    co_await corio::yield();
+    ++ran;
+  };
   on_loop([&]() -> corio::task<void> {
-    auto body = [&]() -> corio::task<void> {
-      co_await corio::yield();
-      ++ran;
-    };
     { auto dropped = corio::spawn(body()); }
     co_return;
   });

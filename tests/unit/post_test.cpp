@@ -66,7 +66,7 @@ TEST(post, unrun_functors_are_destroyed_with_the_loop) {
       loop.post([held = corio::test::counted(counts)] {});
     }
     std::array<long, 32> big{};
-    loop.post([held = corio::test::counted(counts), big] {});
+    loop.post([held = corio::test::counted(counts), big] { (void)big; });
     EXPECT_EQ(counts.alive.load(), 601);
   }
   EXPECT_EQ(counts.alive.load(), 0);

@@ -29,13 +29,19 @@
 //    `in_hand_` (release). The resumed waiter, and an awaiter destructor running because a shutdown
 //    destroys the frame, wait (acquire) until `in_hand_` is clear before the frame may go. So the node
 //    stays valid while the waker reads it, and the executor stays alive (its shutdown is blocked in
-//    that destructor) while the waker schedules on it. A waiter on a plain thread (no executor) is
-//    released first and then resumed inline by the waker;
+//    that destructor) while the waker schedules on it. The cost: a waiter resumed on another thread
+//    while its waker is still inside schedule() (say, in the futex wake) spins until it returns.
+//    A waiter on a plain thread (no executor) is released first, then resumed inline by the waker;
 //  - the outcome is decided when the coroutine resumes: if its task's stop was requested by then, the
 //    wait throws corio::cancelled, and a grant that arrived meanwhile is given back first (the lock
 //    to the next waiter, the permit to the semaphore). So a cancelled wait never owns anything, and a
-//    grant is never lost. A frame destroyed while it waits (shutdown) is unlinked by its awaiter's
-//    destructor, which gives back a grant it received but never resumed to use.
+//    grant is never lost.
+// A frame destroyed while it waits (an executor's shutdown), in its awaiter's destructor:
+//   1. remove the stop callback (waiting for one in flight on another thread);
+//   2. under the lock, unlink the waiter if it is still waiting;
+//   3. wait until no waker holds it (`in_hand_` clear);
+//   4. if it had been granted something it never resumed to use, give it back to the primitive.
+//   The primitive must therefore outlive every frame that waits on it.
 // Threads: wait_list members require its lock; any thread may take it. Nothing is resumed or
 //   scheduled under the lock: wakers collect waiters in a wake_batch, which wakes them after the
 //   lock is released (executor::schedule, which never resumes inline; or inline on a plain thread).
