@@ -48,7 +48,10 @@ event_loop::~event_loop() {
   roots_.destroy_all();
 }
 
-void event_loop::spawn(task<void> body) { detail::spawn_on(*this, std::move(body)).detach(); }
+void event_loop::spawn(task<void> body) {
+  // No handle escapes, so nothing can ever cancel this task: skip the stop source.
+  detail::spawn_on(*this, std::move(body), detail::cancellable::no).detach();
+}
 
 void event_loop::adopt(detail::root_base& root) {
   if (stopped()) {

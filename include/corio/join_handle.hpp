@@ -123,11 +123,11 @@ namespace detail {
 
 /// Creates the root for `body`, hands it to `owner` and returns its handle.
 template <class T>
-join_handle<T> spawn_on(executor& owner, task<T> body) {
+join_handle<T> spawn_on(executor& owner, task<T> body, cancellable can_cancel = cancellable::yes) {
   if (!body.valid()) {
     throw invalid_task("corio::spawn: empty or already finished task");
   }
-  auto root = make_root(std::move(body)).handle;
+  auto root = make_root(std::move(body), can_cancel).handle;
   join_state<T>* state = root.promise().state_;
   root.promise().owner_ = &owner;
   try {

@@ -13,7 +13,9 @@
 //   running --root finishes--> finished (a later joiner does not suspend)
 //   The joiner stores itself before its acq_rel CAS; the root's acq_rel exchange reads it.
 // Cancellation: `stop` is the source every task in the root's chain observes (their promise's `stop_`
-//   points at `token`). join_handle::cancel() and shutdown request it; it is thread-safe.
+//   points at `token`). join_handle::cancel() and shutdown request it; it is thread-safe. A root that
+//   nothing can cancel (event_loop::spawn: no handle, and the loop destroys frames directly) gets an
+//   empty source and a null `stop_`: no control block to allocate, no token to check at each yield.
 // A root destroyed before finishing (shutdown) records corio::cancelled as its outcome and wakes no one
 //   (its joiner, if any, is being destroyed by the same shutdown or will see `finished`).
 #include <atomic>
@@ -36,7 +38,12 @@ namespace corio::detail {
 enum class join_phase : std::uint8_t { running, joiner_waiting, finished };
 
 /// The part of the join state that does not depend on T.
+enum class cancellable : bool { no, yes };
+
 struct join_state_base {
+  explicit join_state_base(cancellable can_cancel)
+      : stop(can_cancel == cancellable::yes ? std::stop_source() : std::stop_source(std::nostopstate)) {}
+
   std::atomic<int> refs{2};
   std::atomic<join_phase> phase{join_phase::running};
   std::atomic<bool> detached{false};
@@ -51,7 +58,11 @@ template <class T>
 struct join_state : join_state_base {
   result_slot<T> result;
 
-  static join_state* create() { return ::new (allocate_frame(sizeof(join_state))) join_state(); }
+  explicit join_state(cancellable can_cancel) : join_state_base(can_cancel) {}
+
+  static join_state* create(cancellable can_cancel) {
+    return ::new (allocate_frame(sizeof(join_state))) join_state(can_cancel);
+  }
   void release() noexcept {
     if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       this->~join_state();
@@ -86,11 +97,11 @@ void report_unjoined_failure(join_state_base& state, std::exception_ptr failure,
 
 template <class T>
 struct root_promise_common : root_base {
-  join_state<T>* state_ = join_state<T>::create();
+  join_state<T>* state_;
 
-  root_promise_common() {
+  explicit root_promise_common(cancellable can_cancel) : state_(join_state<T>::create(can_cancel)) {
     join_ = state_;
-    stop_ = &state_->token;
+    stop_ = can_cancel == cancellable::yes ? &state_->token : nullptr;
   }
   ~root_promise_common() {
     if (!finished_) {
@@ -128,6 +139,8 @@ struct root_coroutine {
 
 template <class T>
 struct root_promise : root_promise_common<T> {
+  // Receives make_root's arguments (C++20 lets a promise constructor see the coroutine's parameters).
+  root_promise(task<T>&, cancellable can_cancel) : root_promise_common<T>(can_cancel) {}
   root_coroutine<T> get_return_object() noexcept {
     auto handle = std::coroutine_handle<root_promise>::from_promise(*this);
     this->self_ = handle;
@@ -141,6 +154,7 @@ struct root_promise : root_promise_common<T> {
 
 template <>
 struct root_promise<void> : root_promise_common<void> {
+  root_promise(task<void>&, cancellable can_cancel) : root_promise_common<void>(can_cancel) {}
   root_coroutine<void> get_return_object() noexcept {
     auto handle = std::coroutine_handle<root_promise>::from_promise(*this);
     this->self_ = handle;
@@ -150,12 +164,12 @@ struct root_promise<void> : root_promise_common<void> {
 };
 
 template <class T>
-root_coroutine<T> make_root(task<T> body) {
+root_coroutine<T> make_root(task<T> body, cancellable) {
   co_return co_await std::move(body);
 }
 
 template <>
-inline root_coroutine<void> make_root(task<void> body) {
+inline root_coroutine<void> make_root(task<void> body, cancellable) {
   co_await std::move(body);
 }
 
