@@ -1,12 +1,12 @@
 # corio: two entry points (plus clean). Everything they make goes under build/.
 #
-#   make test    what CI runs (.ci/run), about 10-15 minutes on 2 cores:
+#   make test    what CI runs (.ci/run), about 7-12 minutes on 2 cores:
 #                  deps -> header self-containment (g++, clang++-19)
 #                  -> presets dev (ASan+UBSan), tsan, release: configure, build, ctest
 #                  -> preset clang (clang++-19): build, ctest
 #                  -> install-and-consume test -> `make bench QUICK=1` as a smoke run
 #                Stops at the first failure; prints a banner and a time per stage.
-#   make bench   the lab: build the release preset, install it to build/prefix, run
+#   make bench   the lab: build the library (release preset), install it to build/prefix, run
 #                bench/lab.py against it.  ONLY=a,b runs only those experiments;
 #                QUICK=1 runs the short version.
 #   make clean   remove build/.
@@ -64,7 +64,7 @@ test:
 bench:
 	$(STAGE) "deps (bench)" bash scripts/deps.sh bench
 	$(STAGE) "bench: build release, install to build/prefix" \
-	  'cmake --preset release && cmake --build --preset release -j $(JOBS) && rm -rf "$(PREFIX)" && cmake --install build/release --prefix "$(PREFIX)"'
+	  'cmake --preset release && cmake --build --preset release --target corio -j $(JOBS) && rm -rf "$(PREFIX)" && cmake --install build/release --prefix "$(PREFIX)"'
 	$(STAGE) "bench: lab" '$(PYTHON) bench/lab.py --prefix "$(PREFIX)" $(LAB_ARGS)'
 
 clean:
