@@ -4,6 +4,17 @@
 #include <array>
 #include <new>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define CORIO_FRAME_POOL_POISONS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CORIO_FRAME_POOL_POISONS 1
+#endif
+#endif
+#if defined(CORIO_FRAME_POOL_POISONS)
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace corio::detail {
 namespace {
 
@@ -15,6 +26,28 @@ struct free_block {
   free_block* next;
 };
 
+// Under AddressSanitizer a pooled block is poisoned while it sits in a free list, so a coroutine that
+// touches a frame after it was destroyed is reported even though the memory was never freed.
+void poison(void* block, std::size_t bytes) noexcept {
+#if defined(CORIO_FRAME_POOL_POISONS)
+  ASAN_POISON_MEMORY_REGION(block, bytes);
+#else
+  (void)block;
+  (void)bytes;
+#endif
+}
+
+void unpoison(void* block, std::size_t bytes) noexcept {
+#if defined(CORIO_FRAME_POOL_POISONS)
+  ASAN_UNPOISON_MEMORY_REGION(block, bytes);
+#else
+  (void)block;
+  (void)bytes;
+#endif
+}
+
+std::size_t class_bytes(std::size_t index) { return (index + 1) * frame_granule; }
+
 struct size_class_list {
   free_block* head = nullptr;
   std::size_t length = 0;
@@ -25,9 +58,11 @@ struct thread_pool {
   frame_pool_stats stats{};
 
   ~thread_pool() {
-    for (auto& list : lists) {
+    for (std::size_t index = 0; index < lists.size(); ++index) {
+      size_class_list& list = lists[index];
       while (list.head != nullptr) {
         free_block* block = list.head;
+        unpoison(block, class_bytes(index));
         list.head = block->next;
         ::operator delete(block);
       }
@@ -58,8 +93,6 @@ thread_pool* pool_for_this_thread() {
 
 std::size_t class_index(std::size_t bytes) { return (bytes + frame_granule - 1) / frame_granule - 1; }
 
-std::size_t class_bytes(std::size_t index) { return (index + 1) * frame_granule; }
-
 }  // namespace
 
 void* allocate_frame(std::size_t bytes) {
@@ -75,6 +108,7 @@ void* allocate_frame(std::size_t bytes) {
   size_class_list& list = pool->lists[index];
   if (list.head != nullptr) {
     free_block* block = list.head;
+    unpoison(block, class_bytes(index));
     list.head = block->next;
     --list.length;
     ++pool->stats.pooled_allocations;
@@ -100,6 +134,7 @@ void deallocate_frame(void* frame, std::size_t bytes) noexcept {
   block->next = list.head;
   list.head = block;
   ++list.length;
+  poison(block, class_bytes(index));
 }
 
 frame_pool_stats current_frame_pool_stats() noexcept {

@@ -25,11 +25,16 @@ class Context:
 
     @property
     def results_dir(self) -> Path:
-        return self.root / "results"
+        return self.quick_dir / "results" if self.quick else self.root / "results"
 
     @property
     def docs_dir(self) -> Path:
-        return self.root / "docs" / "bench"
+        # Only a full run may replace the published report; a quick (smoke) run reports under build/.
+        return self.quick_dir / "docs" if self.quick else self.root / "docs" / "bench"
+
+    @property
+    def quick_dir(self) -> Path:
+        return self.root / "build" / "lab-quick"
 
     def cpp_binary(self, name: str) -> str:
         return str(self.build_dir / name)

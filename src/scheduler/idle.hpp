@@ -13,19 +13,30 @@
 //   If the producer read searching_ before the sleeper's decrement, the sleeper's later re-check sees
 //   the work; if after, the producer also sees sleeping_ > 0 and wakes someone. Go's scheduler and
 //   tokio's idle.rs rely on the same ordering.
+// Why a worker was woken travels with the pop, under the same lock: a worker that finds it was
+// popped learns in the same critical section whether it was counted as a searcher. (A first version
+// passed that flag separately after the pop; a worker could read it too early, leave `searching_`
+// counted forever, and from then on every producer skipped waking anyone: a lost wake-up that the
+// 100k foreign-wake stress test found.)
 // Threads: all members thread-safe.
 // Rejected: waking a worker on every push (a futex syscall per spawn); lock-free sleeper stacks (the
 // list is touched only on the slow path, and a mutex makes the pop-and-count step obviously atomic).
 #include <atomic>
 #include <cstddef>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 namespace corio::detail {
 
 class idle_workers {
  public:
-  explicit idle_workers(std::size_t workers) : workers_(workers) { sleepers_.reserve(workers); }
+  /// Why leave_sleep() found the worker gone from the sleeper list.
+  enum class wake_reason : unsigned char { none, searching, plain };
+
+  explicit idle_workers(std::size_t workers) : workers_(workers), reasons_(workers, wake_reason::none) {
+    sleepers_.reserve(workers);
+  }
 
   /// A worker out of local work asks to search (steal). At most half the workers search at once.
   bool try_begin_searching() noexcept {
@@ -53,19 +64,19 @@ class idle_workers {
     }
   }
 
-  /// Leaves the sleeper list. False if a producer already picked this worker (it was then counted as
-  /// searching and sent a permit).
-  bool leave_sleep(std::size_t index) {
+  /// Leaves the sleeper list. Returns wake_reason::none if the worker was still listed (it removed
+  /// itself), otherwise why a waker picked it: `searching` means it was counted as a searcher.
+  wake_reason leave_sleep(std::size_t index) {
     std::lock_guard lock(mutex_);
     for (std::size_t i = 0; i < sleepers_.size(); ++i) {
       if (sleepers_[i] == index) {
         sleepers_[i] = sleepers_.back();
         sleepers_.pop_back();
         sleeping_.fetch_sub(1, std::memory_order_seq_cst);
-        return true;
+        return wake_reason::none;
       }
     }
-    return false;
+    return std::exchange(reasons_[index], wake_reason::none);
   }
 
   /// Producer side, after publishing stealable work. Returns the index of a worker to unpark, or -1.
@@ -95,6 +106,7 @@ class idle_workers {
     std::size_t index = sleepers_.back();
     sleepers_.pop_back();
     sleeping_.fetch_sub(1, std::memory_order_seq_cst);
+    reasons_[index] = as_searcher ? wake_reason::searching : wake_reason::plain;
     if (as_searcher) {
       searching_.fetch_add(1, std::memory_order_seq_cst);
     }
@@ -104,6 +116,7 @@ class idle_workers {
   const std::size_t workers_;
   std::mutex mutex_;
   std::vector<std::size_t> sleepers_;
+  std::vector<wake_reason> reasons_;  // guarded by mutex_
   std::atomic<std::size_t> sleeping_{0};
   std::atomic<std::size_t> searching_{0};
 };

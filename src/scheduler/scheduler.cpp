@@ -121,7 +121,7 @@ void scheduler::report_unhandled(std::exception_ptr failure) noexcept {
 void scheduler::notify_work() noexcept {
   long index = idle_.pick_worker_to_wake();
   if (index >= 0) {
-    workers_[static_cast<std::size_t>(index)]->unpark(true);
+    workers_[static_cast<std::size_t>(index)]->unpark();
   }
 }
 
@@ -129,13 +129,13 @@ void scheduler::earliest_timer_changed() noexcept {
   // A sleeping worker may be parked with a later timeout: let one re-arm its wait.
   long index = idle_.pick_any_sleeper();
   if (index >= 0) {
-    workers_[static_cast<std::size_t>(index)]->unpark(false);
+    workers_[static_cast<std::size_t>(index)]->unpark();
   }
 }
 
 void scheduler::wake_all_sleepers() noexcept {
   for (long index = idle_.pick_any_sleeper(); index >= 0; index = idle_.pick_any_sleeper()) {
-    workers_[static_cast<std::size_t>(index)]->unpark(false);
+    workers_[static_cast<std::size_t>(index)]->unpark();
   }
 }
 

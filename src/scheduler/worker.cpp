@@ -173,9 +173,7 @@ void worker::park() {
   auto earliest = owner_.timers().earliest();
   bool timer_due = earliest && *earliest <= timer_queue::clock::now();
   if (owner_.work_visible() || owner_.draining() || timer_due) {
-    if (!idle.leave_sleep(index_)) {
-      searching_ = counted_as_searcher_.exchange(false, std::memory_order_relaxed);
-    }
+    leave_sleep();
     return;
   }
   std::optional<std::chrono::nanoseconds> timeout;
@@ -183,9 +181,12 @@ void worker::park() {
     timeout = *earliest - timer_queue::clock::now();
   }
   parker_.park_unless_notified(timeout);
-  if (!idle.leave_sleep(index_)) {
-    searching_ = counted_as_searcher_.exchange(false, std::memory_order_relaxed);
-  }
+  leave_sleep();
+}
+
+// Off the sleeper list, either by ourselves or by a waker that may have counted us as searching.
+void worker::leave_sleep() {
+  searching_ = owner_.idle().leave_sleep(index_) == idle_workers::wake_reason::searching;
 }
 
 std::size_t worker::random_below(std::size_t bound) noexcept {

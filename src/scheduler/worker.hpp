@@ -47,12 +47,8 @@ class worker {
   /// Any thread: steal half of this worker's queue into `out`; returns how many.
   std::size_t steal_half(void** out) noexcept { return queue_.steal_half(out); }
 
-  /// Any thread: wake this worker (leaves a permit). `as_searcher` says the waker counted it as
-  /// searching.
-  void unpark(bool as_searcher) noexcept {
-    counted_as_searcher_.store(as_searcher, std::memory_order_relaxed);
-    parker_.unpark();
-  }
+  /// Any thread: wake this worker (leaves a permit). Whoever picked it recorded why in idle_workers.
+  void unpark() noexcept { parker_.unpark(); }
 
   std::size_t index() const noexcept { return index_; }
   scheduler& owner() const noexcept { return owner_; }
@@ -63,6 +59,7 @@ class worker {
   std::coroutine_handle<> search();
   void stop_searching();
   void park();
+  void leave_sleep();
   void push_back(std::coroutine_handle<> handle);
   void overflow_to_inject(std::coroutine_handle<> handle);
   bool fire_due_timers();
@@ -72,7 +69,6 @@ class worker {
   const std::size_t index_;
   ws_queue<queue_capacity> queue_;
   parker parker_;
-  std::atomic<bool> counted_as_searcher_{false};
   std::coroutine_handle<> lifo_;
   unsigned lifo_streak_ = 0;
   std::uint64_t tick_ = 0;
