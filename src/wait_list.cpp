@@ -2,6 +2,8 @@
 // include/corio/detail/wait_list.hpp.
 #include <corio/detail/wait_list.hpp>
 
+#include <corio/detail/coop_budget.hpp>
+
 #include <mutex>
 #include <thread>
 
@@ -66,28 +68,45 @@ bool waiter::suspend(std::coroutine_handle<> self, const std::stop_token* stop) 
   handle_ = self;
   owner_ = current_executor;
   if (stop != nullptr && stop->stop_possible()) {
+    bool granted = false;
     {
       std::lock_guard guard(list_->mutex());
-      if (ops_->try_now(context_)) {
+      granted = ops_->try_now(context_);
+      if (granted) {
         state_ = state::granted;
-        return false;
       }
+    }
+    if (granted) {
+      return yield_if_out_of_budget(self);
     }
     // Registered before the waiter is linked, and without the lock: if stop was requested meanwhile,
     // cancel() runs right here, finds the waiter idle and marks it cancelled.
     stop_callback_.emplace(*stop, on_stop{this});
   }
-  std::lock_guard guard(list_->mutex());
-  if (state_ == state::cancelled) {
-    return false;
-  }
-  if (ops_->try_now(context_)) {
+  {
+    std::lock_guard guard(list_->mutex());
+    if (state_ == state::cancelled) {
+      return false;
+    }
+    if (!ops_->try_now(context_)) {
+      list_->push_back(*this);
+      suspended_ = true;
+      return true;  // the guard unlocks after this; from then on a waker may resume us: touch nothing
+    }
     state_ = state::granted;
+  }
+  return yield_if_out_of_budget(self);
+}
+
+// Granted without waiting. That spends one unit of the task's cooperative budget; once it is spent,
+// the task (already holding what it asked for) goes to the back of the run queue instead of going on,
+// so a loop over always-ready waits cannot starve its worker (detail/coop_budget.hpp).
+bool waiter::yield_if_out_of_budget(std::coroutine_handle<> self) {
+  if (!spend_coop_budget()) {
     return false;
   }
-  list_->push_back(*this);
-  suspended_ = true;
-  return true;  // the guard unlocks after this; from then on a waker may resume us: touch nothing
+  current_executor->yield_current(self);
+  return true;
 }
 
 void waiter::cancel() noexcept {

@@ -1,3 +1,5 @@
+#include <corio/async_mutex.hpp>
+#include <corio/event.hpp>
 #include <corio/runtime.hpp>
 #include <corio/task.hpp>
 #include <corio/time.hpp>
@@ -185,6 +187,32 @@ TEST(runtime, coop_budget_lets_other_tasks_run_beside_a_task_that_never_suspends
   EXPECT_GT(rt.block_on(parent()), 0);
 }
 
+TEST(runtime, coop_budget_also_covers_sync_waits_that_never_suspend) {
+  corio::runtime rt(corio::runtime::options{.workers = 1, .max_blocking_threads = 4});
+  auto parent = []() -> corio::task<long> {
+    corio::event always_set;
+    always_set.set();
+    std::atomic<bool> stop{false};
+    auto spinner = [&]() -> corio::task<long> {
+      long iterations = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        co_await always_set.wait();
+        ++iterations;
+      }
+      co_return iterations;
+    };
+    auto stopper = [&]() -> corio::task<void> {
+      stop = true;
+      co_return;
+    };
+    auto spinning = corio::spawn(spinner());
+    co_await corio::yield();
+    co_await corio::spawn(stopper());
+    co_return co_await spinning;
+  };
+  EXPECT_GT(rt.block_on(parent()), 0);
+}
+
 TEST(runtime, spawn_blocking_runs_off_the_workers_and_returns_the_result) {
   corio::runtime rt(corio::runtime::options{.workers = 1, .max_blocking_threads = 64});
   auto parent = []() -> corio::task<bool> {
@@ -251,6 +279,7 @@ TEST(runtime, detached_task_exception_reaches_the_unhandled_hook) {
 
 TEST(runtime, shutdown_destroys_suspended_tasks_sleepers_and_their_frames) {
   corio::test::lifetime_counts counts;
+  corio::async_mutex mutex;  // outlives the runtime: its waiters unlink from it during shutdown
   {
     corio::runtime rt(corio::runtime::options{.workers = 2, .max_blocking_threads = 64});
     auto sleeper = [](corio::test::counted) -> corio::task<void> { co_await corio::sleep_for(1h); };
@@ -261,15 +290,20 @@ TEST(runtime, shutdown_destroys_suspended_tasks_sleepers_and_their_frames) {
         co_await corio::spawn_blocking([] { std::this_thread::sleep_for(20ms); });
       }
     };
+    auto locker = [&mutex](corio::test::counted) -> corio::task<void> {
+      auto guard = co_await mutex.lock();
+      co_await corio::sleep_for(1h);  // the first holds the lock; the rest queue behind it
+    };
     auto parent = [&]() -> corio::task<void> {
       for (int i = 0; i < 2000; ++i) {
         corio::spawn(sleeper(corio::test::counted(counts))).detach();
+        corio::spawn(locker(corio::test::counted(counts))).detach();
       }
       corio::spawn(stubborn(corio::test::counted(counts))).detach();
       co_await corio::sleep_for(20ms);
     };
     rt.block_on(parent());
-    EXPECT_GE(counts.alive.load(), 2001);
+    EXPECT_GE(counts.alive.load(), 4001);
   }
   EXPECT_EQ(counts.alive.load(), 0);
 }
