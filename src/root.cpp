@@ -1,12 +1,12 @@
-// Finishing a spawned root; the join protocol is described in include/corio/detail/root.hpp.
+// Finishing and destroying spawned tasks; the protocol is described in include/corio/detail/root.hpp.
 #include <corio/detail/root.hpp>
 
 #include <cstdio>
 
 namespace corio::detail {
 
-void report_unjoined_failure(join_state_base& state, std::exception_ptr failure, executor* owner) noexcept {
-  if (!failure || state.failure_reported.exchange(true, std::memory_order_acq_rel)) {
+void report_unjoined_failure(root_base& root, std::exception_ptr failure, executor* owner) noexcept {
+  if (!failure || root.failure_reported.exchange(true, std::memory_order_acq_rel)) {
     return;
   }
   try {
@@ -28,17 +28,27 @@ void report_unjoined_failure(join_state_base& state, std::exception_ptr failure,
   }
 }
 
-void finish_root(root_base& root) noexcept {
-  root.finished_ = true;
+void finish_spawned(root_base& root, promise_base& promise, std::coroutine_handle<> frame) noexcept {
+  root.complete_(root, &promise);
+  root.self_ = {};
+  frame.destroy();
   executor* owner = root.owner_;
   owner->forget(root);
-  join_state_base& state = *root.join_;
-  join_phase before = state.phase.exchange(join_phase::finished, std::memory_order_acq_rel);
+  join_phase before = root.phase.exchange(join_phase::finished, std::memory_order_acq_rel);
   if (before == join_phase::joiner_waiting) {
-    resume_through(state.joiner_owner, state.joiner);
-  } else if (state.detached.load(std::memory_order_acquire)) {
-    report_unjoined_failure(state, root.failure_, owner);
+    resume_through(root.joiner_owner, root.joiner);
+  } else if (root.detached.load(std::memory_order_acquire)) {
+    report_unjoined_failure(root, root.failure_, owner);
   }
+  root.release();
+}
+
+void root_base::destroy_frame() noexcept {
+  std::coroutine_handle<> frame = std::exchange(self_, {});
+  frame.destroy();
+  complete_(*this, nullptr);
+  phase.store(join_phase::finished, std::memory_order_release);
+  release();
 }
 
 }  // namespace corio::detail

@@ -121,20 +121,26 @@ class [[nodiscard]] join_handle {
 
 namespace detail {
 
-/// Creates the root for `body`, hands it to `owner` and returns its handle.
+/// Makes `body` a spawned root of `owner` (which queues it to start) and returns its handle.
 template <class T>
 join_handle<T> spawn_on(executor& owner, task<T> body, cancellable can_cancel = cancellable::yes) {
   if (!body.valid()) {
     throw invalid_task("corio::spawn: empty or already finished task");
   }
-  auto root = make_root(std::move(body), can_cancel).handle;
-  join_state<T>* state = root.promise().state_;
-  root.promise().owner_ = &owner;
+  join_state<T>* state = join_state<T>::create(can_cancel);
+  auto frame = body.release();
+  promise_base& promise = frame.promise();
+  promise.root_ = state;
+  if (promise.stop_ == nullptr && can_cancel == cancellable::yes) {
+    promise.stop_ = &state->token;  // a token already given to the task wins, as in start_child
+  }
+  state->owner_ = &owner;
+  state->self_ = frame;
   try {
-    owner.adopt(root.promise());
+    owner.adopt(*state);
   } catch (...) {
-    root.promise().finished_ = true;
-    root.destroy();
+    frame.destroy();
+    state->release();
     state->release();
     throw;
   }

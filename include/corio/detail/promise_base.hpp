@@ -31,18 +31,31 @@ namespace corio::detail {
 
 enum class await_state : std::uint8_t { running, awaiter_suspended, done };
 
+struct promise_base;
+struct root_base;
+
+/// Called by a spawned task's final suspension: moves its outcome into its root record, destroys the
+/// frame, leaves the registry and wakes the joiner. Defined in src/root.cpp.
+void finish_spawned(root_base& root, promise_base& promise, std::coroutine_handle<> frame) noexcept;
+
 struct promise_base : pooled_frame {
   std::coroutine_handle<> continuation_;
   std::atomic<await_state> state_{await_state::running};
   /// The stop token of the root that started this chain of tasks (spawn, when_any, sync_wait), or
   /// null when nobody can cancel it. Borrowed: the root outlives every task it awaits.
   const std::stop_token* stop_ = nullptr;
+  /// Set when this task was spawned: it has no awaiter, its record takes the outcome (root.hpp).
+  root_base* root_ = nullptr;
 
   struct final_awaiter {
     bool await_ready() const noexcept { return false; }
     template <class Promise>
     std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> self) const noexcept {
       promise_base& promise = self.promise();
+      if (promise.root_ != nullptr) {
+        finish_spawned(*promise.root_, promise, self);
+        return std::noop_coroutine();
+      }
       if (promise.state_.exchange(await_state::done, std::memory_order_acq_rel) ==
           await_state::awaiter_suspended) {
         return promise.continuation_;

@@ -1,23 +1,25 @@
 #pragma once
-// A spawned task's root: the coroutine an executor owns on the task's behalf, and the join state it
-// shares with the task's join_handle.
+// A spawned task's root record: what its executor (registry, shutdown) and its join_handle share.
 //
 // Design note.
-// Ownership: the root frame belongs to the executor that adopted it (registered in its registry until
-//   it finishes, so a shutdown can find and destroy it). The join state is a separate pooled block
-//   shared by the root and the join_handle, counted in `refs`; the last of the two frees it. Keeping
-//   it apart from the frame lets a shutdown destroy frames while a join_handle still points at the
-//   outcome.
+// Shape: spawning does not wrap the task in another coroutine. The task's own frame is the root; its
+//   promise points at a pooled `join_state<T>` record holding the registry links, the join protocol,
+//   the stop source and, once the task finished, its outcome. At final suspension the task moves its
+//   outcome into the record and destroys its own frame (promise_base.hpp calls finish_spawned), so a
+//   spawn costs one frame and one record. (A first version awaited the task from a separate root
+//   coroutine: one more frame, one more resume per completion, ~40% more memory per live task.)
+// Ownership: the frame belongs to the executor that adopted it (registered in its registry until it
+//   finishes, so a shutdown can find and destroy it). The record is counted in `refs` by the root side
+//   and the join_handle; the last of the two frees it. A shutdown destroys an unfinished frame,
+//   records corio::cancelled as the outcome and drops the root side's reference.
 // Join protocol (one atomic `phase`):
-//   running --joiner parks--> joiner_waiting --root finishes--> finished (root resumes the joiner)
-//   running --root finishes--> finished (a later joiner does not suspend)
-//   The joiner stores itself before its acq_rel CAS; the root's acq_rel exchange reads it.
-// Cancellation: `stop` is the source every task in the root's chain observes (their promise's `stop_`
-//   points at `token`). join_handle::cancel() and shutdown request it; it is thread-safe. A root that
-//   nothing can cancel (event_loop::spawn: no handle, and the loop destroys frames directly) gets an
-//   empty source and a null `stop_`: no control block to allocate, no token to check at each yield.
-// A root destroyed before finishing (shutdown) records corio::cancelled as its outcome and wakes no one
-//   (its joiner, if any, is being destroyed by the same shutdown or will see `finished`).
+//   running --joiner parks--> joiner_waiting --task finishes--> finished (the task wakes the joiner)
+//   running --task finishes--> finished (a later joiner does not suspend)
+//   The joiner stores itself before its acq_rel CAS; the finishing side's acq_rel exchange reads it.
+// Cancellation: `stop` is the source every task in the chain observes (their promise's `stop_` points
+//   at `token`). join_handle::cancel() and shutdown request it; it is thread-safe. A root nothing can
+//   cancel (event_loop::spawn: no handle escapes, and the loop destroys frames directly) gets an empty
+//   source and a null `stop_`: no control block to allocate, no token to check at each yield.
 #include <atomic>
 #include <coroutine>
 #include <cstdint>
@@ -37,13 +39,30 @@ namespace corio::detail {
 
 enum class join_phase : std::uint8_t { running, joiner_waiting, finished };
 
-/// The part of the join state that does not depend on T.
 enum class cancellable : bool { no, yes };
 
-struct join_state_base {
-  explicit join_state_base(cancellable can_cancel)
-      : stop(can_cancel == cancellable::yes ? std::stop_source() : std::stop_source(std::nostopstate)) {}
+/// The type-erased part of a spawned task's record.
+struct root_base {
+  /// Moves the finished task's outcome out of `promise` into the record (or, with null, records
+  /// corio::cancelled for a task destroyed unfinished). Typed, set by join_state<T>.
+  using complete_fn = void (*)(root_base& root, promise_base* promise) noexcept;
+  using destroy_fn = void (*)(root_base& root) noexcept;
 
+  root_base(cancellable can_cancel, complete_fn complete, destroy_fn destroy) noexcept
+      : stop(can_cancel == cancellable::yes ? std::stop_source() : std::stop_source(std::nostopstate)),
+        complete_(complete),
+        destroy_(destroy) {}
+  root_base(const root_base&) = delete;
+  root_base& operator=(const root_base&) = delete;
+
+  // Registry side, guarded by the owner's registry.
+  executor* owner_ = nullptr;
+  root_base* prev_ = nullptr;
+  root_base* next_ = nullptr;
+  unsigned shard_ = 0;
+  std::coroutine_handle<> self_;  // the task's frame, until it finishes or is destroyed
+
+  // Join side.
   std::atomic<int> refs{2};
   std::atomic<join_phase> phase{join_phase::running};
   std::atomic<bool> detached{false};
@@ -52,125 +71,54 @@ struct join_state_base {
   executor* joiner_owner = nullptr;
   std::stop_source stop;
   std::stop_token token = stop.get_token();
+  std::exception_ptr failure_;  // the exception that escaped the task, kept for reporting
+
+  complete_fn complete_;
+  destroy_fn destroy_;
+
+  /// Requests cancellation of the whole chain. Thread-safe.
+  void request_stop() noexcept { stop.request_stop(); }
+
+  /// Shutdown only: destroys the unfinished frame (and the chain of tasks it awaits), records
+  /// corio::cancelled, and drops the root side's reference.
+  void destroy_frame() noexcept;
+
+  void release() noexcept {
+    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      destroy_(*this);
+    }
+  }
 };
 
+/// Reports `failure` of a task whose handle was dropped, once per record. Defined in src/root.cpp.
+void report_unjoined_failure(root_base& root, std::exception_ptr failure, executor* owner) noexcept;
+
 template <class T>
-struct join_state : join_state_base {
+struct join_state : root_base {
   result_slot<T> result;
 
-  explicit join_state(cancellable can_cancel) : join_state_base(can_cancel) {}
+  explicit join_state(cancellable can_cancel) noexcept : root_base(can_cancel, &complete, &destroy) {}
 
   static join_state* create(cancellable can_cancel) {
     return ::new (allocate_frame(sizeof(join_state))) join_state(can_cancel);
   }
-  void release() noexcept {
-    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      this->~join_state();
-      deallocate_frame(this, sizeof(join_state));
+
+ private:
+  static void complete(root_base& base, promise_base* promise) noexcept {
+    auto& self = static_cast<join_state&>(base);
+    if (promise == nullptr) {
+      self.result.set_exception(std::make_exception_ptr(cancelled()));
+      return;
     }
+    self.result = std::move(static_cast<task_promise<T>&>(*promise).result_);
+    self.failure_ = self.result.error();
+  }
+
+  static void destroy(root_base& base) noexcept {
+    auto* self = static_cast<join_state*>(&base);
+    self->~join_state();
+    deallocate_frame(self, sizeof(join_state));
   }
 };
-
-/// The type-erased part of a root coroutine's promise: what executors and registries touch.
-struct root_base : promise_base {
-  executor* owner_ = nullptr;
-  root_base* prev_ = nullptr;  // registry links, guarded by the owner's registry
-  root_base* next_ = nullptr;
-  unsigned shard_ = 0;
-  std::coroutine_handle<> self_;
-  join_state_base* join_ = nullptr;
-  std::exception_ptr failure_;  // the exception that escaped the body, kept for reporting
-  bool finished_ = false;
-
-  /// Destroys this root's frame (and the chain of tasks it awaits) without running it further.
-  void destroy_frame() noexcept { self_.destroy(); }
-  /// Requests cancellation of the whole chain. Thread-safe.
-  void request_stop() noexcept { join_->stop.request_stop(); }
-};
-
-/// Called from a root's final suspension: leaves the owner's registry, publishes the outcome, wakes
-/// the joiner or reports an exception nobody will join. Defined in src/root.cpp.
-void finish_root(root_base& root) noexcept;
-
-/// Reports `failure` of a task whose handle was dropped, once per join state. Defined in src/root.cpp.
-void report_unjoined_failure(join_state_base& state, std::exception_ptr failure, executor* owner) noexcept;
-
-template <class T>
-struct root_promise_common : root_base {
-  join_state<T>* state_;
-
-  explicit root_promise_common(cancellable can_cancel) : state_(join_state<T>::create(can_cancel)) {
-    join_ = state_;
-    stop_ = can_cancel == cancellable::yes ? &state_->token : nullptr;
-  }
-  ~root_promise_common() {
-    if (!finished_) {
-      state_->result.set_exception(std::make_exception_ptr(cancelled()));
-      state_->phase.store(join_phase::finished, std::memory_order_release);
-    }
-    state_->release();
-  }
-
-  struct finish {
-    bool await_ready() const noexcept { return false; }
-    template <class Promise>
-    void await_suspend(std::coroutine_handle<Promise> self) const noexcept {
-      finish_root(self.promise());
-      self.destroy();
-    }
-    void await_resume() const noexcept {}
-  };
-
-  finish final_suspend() const noexcept { return {}; }
-  void unhandled_exception() noexcept {
-    failure_ = std::current_exception();
-    state_->result.set_exception(failure_);
-  }
-};
-
-template <class T>
-struct root_promise;
-
-template <class T>
-struct root_coroutine {
-  using promise_type = root_promise<T>;
-  std::coroutine_handle<promise_type> handle;
-};
-
-template <class T>
-struct root_promise : root_promise_common<T> {
-  // Receives make_root's arguments (C++20 lets a promise constructor see the coroutine's parameters).
-  root_promise(task<T>&, cancellable can_cancel) : root_promise_common<T>(can_cancel) {}
-  root_coroutine<T> get_return_object() noexcept {
-    auto handle = std::coroutine_handle<root_promise>::from_promise(*this);
-    this->self_ = handle;
-    return {handle};
-  }
-  template <class U>
-  void return_value(U&& value) {
-    this->state_->result.set_value(std::forward<U>(value));
-  }
-};
-
-template <>
-struct root_promise<void> : root_promise_common<void> {
-  root_promise(task<void>&, cancellable can_cancel) : root_promise_common<void>(can_cancel) {}
-  root_coroutine<void> get_return_object() noexcept {
-    auto handle = std::coroutine_handle<root_promise>::from_promise(*this);
-    this->self_ = handle;
-    return {handle};
-  }
-  void return_void() const noexcept {}
-};
-
-template <class T>
-root_coroutine<T> make_root(task<T> body, cancellable) {
-  co_return co_await std::move(body);
-}
-
-template <>
-inline root_coroutine<void> make_root(task<void> body, cancellable) {
-  co_await std::move(body);
-}
 
 }  // namespace corio::detail
