@@ -2,7 +2,10 @@
 #include <corio/detail/frame_pool.hpp>
 
 #include <array>
+#include <atomic>
+#include <mutex>
 #include <new>
+#include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define CORIO_FRAME_POOL_POISONS 1
@@ -19,8 +22,12 @@ namespace corio::detail {
 namespace {
 
 constexpr std::size_t class_count = max_pooled_bytes / frame_granule;
-// Each list keeps at most this many bytes, so 30k live frames of a class can be reused in full.
-constexpr std::size_t bytes_kept_per_class = std::size_t{8} << 20;
+// A thread keeps up to two batches per class; beyond that it hands a batch to the depot.
+constexpr std::size_t batch_blocks = 64;
+// The depot keeps at most this many bytes in all (a burst of a million spawned tasks fits, so their
+// frames are reused instead of being coalesced back into malloc's bins); beyond that, batches go back
+// to the allocator. Memory parked here is not returned to the system before the process exits.
+constexpr std::size_t depot_capacity_bytes = std::size_t{256} << 20;
 
 struct free_block {
   free_block* next;
@@ -48,6 +55,86 @@ void unpoison(void* block, std::size_t bytes) noexcept {
 
 std::size_t class_bytes(std::size_t index) { return (index + 1) * frame_granule; }
 
+free_block* next_of(free_block* block) noexcept {
+  unpoison(block, sizeof(free_block));
+  free_block* next = block->next;
+  poison(block, sizeof(free_block));
+  return next;
+}
+
+void delete_chain(free_block* chain, std::size_t bytes) noexcept {
+  while (chain != nullptr) {
+    unpoison(chain, bytes);
+    free_block* next = chain->next;
+    ::operator delete(chain);
+    chain = next;
+  }
+}
+
+// Where threads trade whole batches of free blocks, one lock per batch, so that frames allocated on
+// one thread and freed on another (a spawner and a worker) flow back instead of piling up on one side
+// while the other calls malloc (tcmalloc's transfer cache, in small).
+class depot {
+ public:
+  depot() = default;
+  depot(const depot&) = delete;
+  depot& operator=(const depot&) = delete;
+  ~depot() {
+    for (std::size_t index = 0; index < class_count; ++index) {
+      for (free_block* chain : shelves_[index].batches) {
+        delete_chain(chain, class_bytes(index));
+      }
+    }
+  }
+
+  /// Takes a chain of batch_blocks blocks; returns false (keeping nothing) if the shelf is full.
+  bool put(std::size_t index, free_block* chain) {
+    std::size_t bytes = batch_blocks * class_bytes(index);
+    if (held_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes > depot_capacity_bytes) {
+      held_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
+      return false;
+    }
+    shelf& s = shelves_[index];
+    std::lock_guard lock(s.mutex);
+    s.batches.push_back(chain);
+    s.count.store(s.batches.size(), std::memory_order_relaxed);
+    return true;
+  }
+
+  /// A chain of batch_blocks blocks, or null.
+  free_block* take(std::size_t index) {
+    shelf& s = shelves_[index];
+    // A hint, read without the lock: while a thread's live set grows, its list is empty at every
+    // allocation, and it must not take a lock each time just to find the shelf empty too.
+    if (s.count.load(std::memory_order_relaxed) == 0) {
+      return nullptr;
+    }
+    std::lock_guard lock(s.mutex);
+    if (s.batches.empty()) {
+      return nullptr;
+    }
+    free_block* chain = s.batches.back();
+    s.batches.pop_back();
+    s.count.store(s.batches.size(), std::memory_order_relaxed);
+    held_bytes_.fetch_sub(batch_blocks * class_bytes(index), std::memory_order_relaxed);
+    return chain;
+  }
+
+ private:
+  struct shelf {
+    std::mutex mutex;
+    std::vector<free_block*> batches;
+    std::atomic<std::size_t> count{0};  // batches.size(), for the lock-free emptiness check
+  };
+  std::array<shelf, class_count> shelves_;
+  std::atomic<std::size_t> held_bytes_{0};  // across all shelves; bounded by depot_capacity_bytes
+};
+
+depot& shared_depot() {
+  static depot instance;  // constructed before, and so destroyed after, any thread pool that uses it
+  return instance;
+}
+
 struct size_class_list {
   free_block* head = nullptr;
   std::size_t length = 0;
@@ -59,13 +146,7 @@ struct thread_pool {
 
   ~thread_pool() {
     for (std::size_t index = 0; index < lists.size(); ++index) {
-      size_class_list& list = lists[index];
-      while (list.head != nullptr) {
-        free_block* block = list.head;
-        unpoison(block, class_bytes(index));
-        list.head = block->next;
-        ::operator delete(block);
-      }
+      delete_chain(lists[index].head, class_bytes(index));
     }
   }
 };
@@ -77,7 +158,10 @@ thread_local bool pool_torn_down = false;
 
 struct pool_owner {
   thread_pool pool;
-  pool_owner() { current_pool = &pool; }
+  pool_owner() {
+    shared_depot();  // make sure the depot outlives this pool
+    current_pool = &pool;
+  }
   ~pool_owner() {
     current_pool = nullptr;
     pool_torn_down = true;
@@ -93,6 +177,28 @@ thread_pool* pool_for_this_thread() {
 
 std::size_t class_index(std::size_t bytes) { return (bytes + frame_granule - 1) / frame_granule - 1; }
 
+// Moves the newest batch_blocks blocks of a full thread list to the depot (or back to the allocator).
+void hand_over_batch(size_class_list& list, std::size_t index) noexcept {
+  free_block* chain = list.head;
+  free_block* last = chain;
+  for (std::size_t i = 1; i < batch_blocks; ++i) {
+    last = next_of(last);
+  }
+  unpoison(last, sizeof(free_block));
+  list.head = last->next;
+  last->next = nullptr;
+  poison(last, sizeof(free_block));
+  list.length -= batch_blocks;
+  bool kept = false;
+  try {
+    kept = shared_depot().put(index, chain);
+  } catch (...) {  // the depot's vector could not grow: give the memory back instead
+  }
+  if (!kept) {
+    delete_chain(chain, class_bytes(index));
+  }
+}
+
 }  // namespace
 
 void* allocate_frame(std::size_t bytes) {
@@ -106,6 +212,10 @@ void* allocate_frame(std::size_t bytes) {
     return ::operator new(class_bytes(index));
   }
   size_class_list& list = pool->lists[index];
+  if (list.head == nullptr) {
+    list.head = shared_depot().take(index);
+    list.length = list.head != nullptr ? batch_blocks : 0;
+  }
   if (list.head != nullptr) {
     free_block* block = list.head;
     unpoison(block, class_bytes(index));
@@ -126,15 +236,14 @@ void deallocate_frame(void* frame, std::size_t bytes) noexcept {
   }
   std::size_t index = class_index(bytes);
   size_class_list& list = pool->lists[index];
-  if (list.length * class_bytes(index) >= bytes_kept_per_class) {
-    ::operator delete(frame);
-    return;
-  }
   auto* block = static_cast<free_block*>(frame);
   block->next = list.head;
   list.head = block;
   ++list.length;
   poison(block, class_bytes(index));
+  if (list.length == 2 * batch_blocks) {
+    hand_over_batch(list, index);
+  }
 }
 
 frame_pool_stats current_frame_pool_stats() noexcept {

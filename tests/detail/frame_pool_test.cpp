@@ -49,6 +49,33 @@ TEST(frame_pool, many_live_frames_are_all_reused_after_release) {
   EXPECT_EQ(after.fresh_allocations, before.fresh_allocations);
 }
 
+// A spawner allocates frames that a worker frees: the frames must flow back to the spawner through
+// the depot rather than the spawner calling malloc for every new frame.
+TEST(frame_pool, frames_freed_on_another_thread_flow_back_to_the_allocating_thread) {
+  constexpr std::size_t rounds = 20;
+  constexpr std::size_t per_round = 1000;
+  std::uint64_t fresh_in_last_rounds = 0;
+  for (std::size_t round = 0; round < rounds; ++round) {
+    auto before = corio::detail::current_frame_pool_stats();
+    std::vector<void*> frames;
+    for (std::size_t i = 0; i < per_round; ++i) {
+      frames.push_back(corio::detail::allocate_frame(96));
+    }
+    auto after = corio::detail::current_frame_pool_stats();
+    if (round >= rounds / 2) {
+      fresh_in_last_rounds += after.fresh_allocations - before.fresh_allocations;
+    }
+    std::thread freer([&frames] {
+      for (void* frame : frames) {
+        corio::detail::deallocate_frame(frame, 96);
+      }
+    });
+    freer.join();
+  }
+  // Each freer thread keeps at most two batches (128 blocks) when it exits; the rest reach the depot.
+  EXPECT_LE(fresh_in_last_rounds, (rounds / 2) * 2 * 64);
+}
+
 TEST(frame_pool, large_frames_bypass_the_pool) {
   auto before = corio::detail::current_frame_pool_stats();
   void* big = corio::detail::allocate_frame(corio::detail::max_pooled_bytes + 1);

@@ -8,10 +8,14 @@
 //  - A block of size class c is always 16-byte aligned and at least class_bytes(c) long. Classes are
 //    16 bytes apart, so a frame wastes at most 15 bytes (64-byte classes wasted ~25% on spawned tasks).
 //  - Each thread owns its free lists; a block freed on thread B joins B's lists even if A allocated it
-//    (frames migrate with work stealing). Each list is capped so one thread cannot hoard memory forever.
+//    (frames migrate with work stealing). A list holds at most two batches of 64 blocks; past that, a
+//    batch moves to a shared depot (one mutex per size class, one lock per batch), where a thread with
+//    an empty list takes one before it calls malloc. So frames allocated on a spawner and freed on a
+//    worker flow back instead of piling up on one side. The depot holds at most 256 MiB in all
+//    and returns nothing to the system before exit (an allocator's cache, like tcmalloc's).
 //  - Frames larger than max_pooled_bytes go straight to ::operator new/delete.
 //  - After a thread's pool is torn down (thread exit), frees on that thread go to ::operator delete.
-// Threads: loop-local by construction (thread_local state); no atomics anywhere.
+// Threads: the lists are thread-local (no atomics); only the depot is shared, behind its mutexes.
 #include <cstddef>
 #include <cstdint>
 
