@@ -3,8 +3,6 @@
 
 #include <stdexcept>
 
-#include <corio/detail/asymmetric_barrier.hpp>
-
 #include <corio/join_handle.hpp>
 
 namespace corio {
@@ -116,14 +114,19 @@ std::optional<std::chrono::nanoseconds> event_loop::park_timeout() const noexcep
 
 // Before parking, an idle loop polls its post queue for a short while: a producer that posts again
 // within microseconds (the common case under load) then costs no futex wake and no context switch.
-// The spin is bounded (~tens of microseconds) so an idle loop still sleeps almost at once.
+// It looks only every 16 pauses: each look pulls the producers' tail cache lines over, and polling in
+// a tight loop would make every post pay for that transfer. The spin is bounded (~tens of
+// microseconds) so an idle loop still sleeps almost at once.
 bool event_loop::posts_arrive_soon() noexcept {
-  constexpr int spins = 256;
-  for (int i = 0; i < spins; ++i) {
+  constexpr int looks = 64;
+  constexpr int pauses_per_look = 16;
+  for (int look = 0; look < looks; ++look) {
+    for (int i = 0; i < pauses_per_look; ++i) {
+      __builtin_ia32_pause();
+    }
     if (posts_.has_pending() || stopped()) {
       return true;
     }
-    __builtin_ia32_pause();
   }
   return false;
 }
@@ -135,7 +138,6 @@ void event_loop::run() {
       continue;
     }
     parker_.prepare_park();
-    detail::heavy_barrier();  // pairs with the producers' light barrier after publishing (post_queue.hpp)
     if (stopped() || posts_.has_pending()) {
       parker_.cancel_park();
       continue;

@@ -26,27 +26,11 @@
 #include <thread>
 #include <vector>
 
+#include "support/loops.hpp"
+
 namespace {
 
-// An event loop running on its own thread until destroyed.
-struct loop_thread {
-  corio::event_loop loop;
-  std::thread thread{[this] { loop.run(); }};
-  ~loop_thread() {
-    loop.stop();
-    thread.join();
-  }
-  // Thread-safe: hands `body` to the loop thread, which spawns it there (or drops it, unrun, if the
-  // loop was stopped meanwhile).
-  void spawn(corio::task<void> body) {
-    loop.post([this, body = std::move(body)]() mutable {
-      try {
-        loop.spawn(std::move(body));
-      } catch (const corio::loop_stopped&) {
-      }
-    });
-  }
-};
+using corio::test::loop_thread;
 
 struct loop_pool {
   explicit loop_pool(int n) {

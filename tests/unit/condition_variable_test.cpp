@@ -15,44 +15,12 @@
 #include <thread>
 #include <vector>
 
+#include "support/loops.hpp"
+
 namespace {
 
-// Runs `body` on a loop driven by run() on this thread until it finishes.
-template <class Body>
-void run_on_loop(Body body) {
-  corio::event_loop loop;
-  auto wrapper = [&]() -> corio::task<void> {
-    try {
-      co_await body();
-    } catch (...) {
-      loop.stop();
-      throw;
-    }
-    loop.stop();
-  };
-  loop.spawn(wrapper());
-  loop.run();
-}
-
-// An event loop running on its own thread until destroyed.
-struct loop_thread {
-  corio::event_loop loop;
-  std::thread thread{[this] { loop.run(); }};
-  ~loop_thread() {
-    loop.stop();
-    thread.join();
-  }
-  // Thread-safe: hands `body` to the loop thread, which spawns it there (or drops it, unrun, if the
-  // loop was stopped meanwhile).
-  void spawn(corio::task<void> body) {
-    loop.post([this, body = std::move(body)]() mutable {
-      try {
-        loop.spawn(std::move(body));
-      } catch (const corio::loop_stopped&) {
-      }
-    });
-  }
-};
+using corio::test::loop_thread;
+using corio::test::run_on_loop;
 
 TEST(condition_variable, wait_releases_the_mutex_and_reacquires_it_before_returning) {
   corio::async_mutex mutex;

@@ -14,24 +14,11 @@
 
 using namespace std::chrono_literals;
 
+#include "support/loops.hpp"
+
 namespace {
 
-// Runs `body` on a loop driven by run() on this thread until it finishes.
-template <class Body>
-void run_on_loop(Body body) {
-  corio::event_loop loop;
-  auto wrapper = [&]() -> corio::task<void> {
-    try {
-      co_await body();
-    } catch (...) {
-      loop.stop();
-      throw;
-    }
-    loop.stop();
-  };
-  loop.spawn(wrapper());
-  loop.run();
-}
+using corio::test::run_on_loop;
 
 TEST(time, sleep_for_waits_at_least_the_duration) {
   corio::clock::duration slept{};

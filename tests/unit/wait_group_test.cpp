@@ -12,24 +12,11 @@
 #include <thread>
 #include <vector>
 
+#include "support/loops.hpp"
+
 namespace {
 
-// Runs `body` on a loop driven by run() on this thread until it finishes.
-template <class Body>
-void run_on_loop(Body body) {
-  corio::event_loop loop;
-  auto wrapper = [&]() -> corio::task<void> {
-    try {
-      co_await body();
-    } catch (...) {
-      loop.stop();
-      throw;
-    }
-    loop.stop();
-  };
-  loop.spawn(wrapper());
-  loop.run();
-}
+using corio::test::run_on_loop;
 
 // ---- wait_group ----
 
