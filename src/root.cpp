@@ -5,6 +5,16 @@
 
 namespace corio::detail {
 
+void print_unhandled_exception(std::exception_ptr failure) noexcept {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "corio: unhandled exception in a detached task: %s\n", error.what());
+  } catch (...) {
+    std::fprintf(stderr, "corio: unhandled non-standard exception in a detached task\n");
+  }
+}
+
 void report_unjoined_failure(root_base& root, std::exception_ptr failure, executor* owner) noexcept {
   if (!failure || root.failure_reported.exchange(true, std::memory_order_acq_rel)) {
     return;
@@ -17,14 +27,8 @@ void report_unjoined_failure(root_base& root, std::exception_ptr failure, execut
   }
   if (owner != nullptr) {
     owner->report_unhandled(failure);
-    return;
-  }
-  try {
-    std::rethrow_exception(failure);
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "corio: unhandled exception in a detached task: %s\n", error.what());
-  } catch (...) {
-    std::fprintf(stderr, "corio: unhandled non-standard exception in a detached task\n");
+  } else {
+    print_unhandled_exception(failure);
   }
 }
 

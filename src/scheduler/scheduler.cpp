@@ -1,7 +1,6 @@
 // The multi-thread runtime's shared state; the design note is in scheduler.hpp.
 #include "scheduler.hpp"
 
-#include <cstdio>
 #include <stdexcept>
 
 #include <corio/errors.hpp>
@@ -11,23 +10,14 @@ namespace corio::detail {
 namespace {
 constexpr auto drain_grace = std::chrono::seconds(1);
 constexpr auto blocking_keep_alive = std::chrono::milliseconds(10'000);
-
-void print_unhandled(std::exception_ptr failure) {
-  try {
-    std::rethrow_exception(failure);
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "corio: unhandled exception in a detached task: %s\n", error.what());
-  } catch (...) {
-    std::fprintf(stderr, "corio: unhandled non-standard exception in a detached task\n");
-  }
-}
 }  // namespace
 
 scheduler::scheduler(scheduler_options options)
     : idle_(options.workers),
       blocking_(options.max_blocking_threads, blocking_keep_alive),
       registries_(options.workers + 1),
-      on_unhandled_(options.on_unhandled_exception ? std::move(options.on_unhandled_exception) : print_unhandled) {
+      on_unhandled_(options.on_unhandled_exception ? std::move(options.on_unhandled_exception)
+                                                   : print_unhandled_exception) {
   workers_.reserve(options.workers);
   for (std::size_t i = 0; i < options.workers; ++i) {
     workers_.push_back(std::make_unique<worker>(*this, i));
@@ -114,7 +104,7 @@ void scheduler::report_unhandled(std::exception_ptr failure) noexcept {
   try {
     on_unhandled_(failure);
   } catch (...) {
-    print_unhandled(failure);
+    print_unhandled_exception(failure);
   }
 }
 
