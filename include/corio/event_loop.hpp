@@ -115,7 +115,7 @@ class event_loop final : private detail::executor {
   detail::timer_queue& timers() noexcept override { return timers_; }
   void earliest_timer_changed() noexcept override { parker_.unpark_if_parked(); }
 
-  bool run_one_round();
+  std::size_t run_one_round();
   bool posts_arrive_soon() noexcept;
   std::optional<std::chrono::nanoseconds> park_timeout() const noexcept;
   void rethrow_pending_error();
