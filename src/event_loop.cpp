@@ -6,6 +6,8 @@
 
 #include <corio/join_handle.hpp>
 
+#include "cpu_relax.hpp"
+
 namespace corio {
 namespace detail {
 
@@ -15,6 +17,13 @@ thread_local constinit executor* current_executor = nullptr;
 }  // namespace detail
 
 namespace {
+
+void spin_pause(int times) noexcept {
+  for (int i = 0; i < times; ++i) {
+    detail::cpu_relax();
+  }
+}
+
 // A round resumes at most this many coroutines, then gives posted functors a turn (Go and tokio
 // look at their injection queue every 61 ticks for the same reason).
 constexpr std::size_t ready_batch = 64;
@@ -95,7 +104,7 @@ void event_loop::rethrow_pending_error() {
 // One round: due timers, a batch of ready coroutines, then a batch of posted functors. Returns how
 // many of those it ran.
 std::size_t event_loop::run_one_round() {
-  std::size_t fired = timers_.empty() ? 0 : timers_.fire_due(detail::timer_queue::clock::now());
+  std::size_t fired = timers_.fire_due();
   std::size_t resumed = 0;
   for (; resumed < ready_batch && !ready_.empty(); ++resumed) {
     detail::refill_coop_budget();
@@ -103,14 +112,6 @@ std::size_t event_loop::run_one_round() {
   }
   rethrow_pending_error();
   return posts_.drain(post_batch) + resumed + fired;
-}
-
-std::optional<std::chrono::nanoseconds> event_loop::park_timeout() const noexcept {
-  auto earliest = timers_.earliest();
-  if (!earliest) {
-    return std::nullopt;
-  }
-  return *earliest - detail::timer_queue::clock::now();
 }
 
 // Before parking, an idle loop polls its post queue for a short while: a producer that posts again
@@ -124,9 +125,7 @@ bool event_loop::posts_arrive_soon() noexcept {
   constexpr int looks = 64;
   constexpr int pauses_per_look = 16;
   for (int look = 0; look < looks; ++look) {
-    for (int i = 0; i < pauses_per_look; ++i) {
-      __builtin_ia32_pause();
-    }
+    spin_pause(pauses_per_look);
     if (look % 8 == 7) {
       std::this_thread::yield();  // sharing a core with the producer: let it run
     }
@@ -152,9 +151,7 @@ void event_loop::run() {
       continue;
     }
     if (done != 0) {
-      for (int i = 0; i < trickle_pauses; ++i) {
-        __builtin_ia32_pause();
-      }
+      spin_pause(trickle_pauses);
       continue;
     }
     if (posts_arrive_soon()) {
@@ -165,7 +162,7 @@ void event_loop::run() {
       parker_.cancel_park();
       continue;
     }
-    parker_.park(park_timeout());
+    parker_.park(timers_.time_until_earliest());
   }
 }
 

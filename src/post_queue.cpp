@@ -50,13 +50,7 @@ post_channel::post_channel(std::uint64_t queue_id)
 
 post_channel::~post_channel() {
   discard();
-  post_segment* segment = consumer_segment_;
-  while (segment != nullptr) {
-    post_segment* next = segment->next;
-    delete segment;
-    segment = next;
-  }
-  for (post_segment* list : {recycled_.load(std::memory_order_acquire), producer_free_}) {
+  for (post_segment* list : {consumer_segment_, recycled_.load(std::memory_order_acquire), producer_free_}) {
     while (list != nullptr) {
       post_segment* next = list->next;
       delete list;

@@ -22,7 +22,12 @@ bool timer_queue::disarm(timer& t) noexcept {
   return true;
 }
 
-std::size_t timer_queue::fire_due(clock::time_point now) noexcept {
+std::size_t timer_queue::fire_due() noexcept {
+  auto until = time_until_earliest();
+  if (!until || *until > clock::duration::zero()) {
+    return 0;
+  }
+  clock::time_point now = clock::now();
   std::lock_guard lock(mutex_);
   std::size_t fired = 0;
   while (!heap_.empty() && heap_.front()->deadline_ <= now) {
@@ -35,12 +40,12 @@ std::size_t timer_queue::fire_due(clock::time_point now) noexcept {
   return fired;
 }
 
-std::optional<timer_queue::clock::time_point> timer_queue::earliest() const noexcept {
+std::optional<timer_queue::clock::duration> timer_queue::time_until_earliest() const noexcept {
   std::int64_t ns = earliest_ns_.load(std::memory_order_seq_cst);
   if (ns == none) {
     return std::nullopt;
   }
-  return clock::time_point(std::chrono::nanoseconds(ns));
+  return clock::time_point(std::chrono::nanoseconds(ns)) - clock::now();
 }
 
 void timer_queue::publish_earliest() noexcept {

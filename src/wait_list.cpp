@@ -7,16 +7,11 @@
 #include <mutex>
 #include <thread>
 
+#include "cpu_relax.hpp"
+
 namespace corio::detail {
 
 namespace {
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 // Waits are a few instructions long (a critical section, or a waker's schedule call), so a short
 // spin usually suffices; after that the other thread was probably preempted, and yielding lets it

@@ -117,7 +117,6 @@ class event_loop final : private detail::executor {
 
   std::size_t run_one_round();
   bool posts_arrive_soon() noexcept;
-  std::optional<std::chrono::nanoseconds> park_timeout() const noexcept;
   void rethrow_pending_error();
 
   detail::run_queue ready_;

@@ -34,7 +34,7 @@ void scheduler::shutdown() {
   if (shut_down_) {
     return;
   }
-  if (current_worker != nullptr && &current_worker->owner() == this) {
+  if (local_worker() != nullptr) {
     throw std::logic_error("corio::runtime: shutdown from one of its own workers would join itself");
   }
   shut_down_ = true;
@@ -63,38 +63,43 @@ bool scheduler::drain_deadline_passed() const noexcept {
          drain_deadline_ns_.load(std::memory_order_relaxed);
 }
 
-void scheduler::schedule(std::coroutine_handle<> handle) noexcept {
+worker* scheduler::local_worker() const noexcept {
   worker* here = current_worker;
-  if (here != nullptr && &here->owner() == this) {
-    here->push(handle, true);
-    return;
-  }
+  return here != nullptr && &here->owner() == this ? here : nullptr;
+}
+
+void scheduler::inject_and_notify(std::coroutine_handle<> handle) {
   inject_.push(handle.address());
   notify_work();
 }
 
-void scheduler::yield_current(std::coroutine_handle<> handle) {
-  worker* here = current_worker;
-  if (here != nullptr && &here->owner() == this) {
-    here->push(handle, false);
-    return;
+void scheduler::schedule(std::coroutine_handle<> handle) noexcept {
+  if (worker* here = local_worker()) {
+    here->push(handle, true);
+  } else {
+    inject_and_notify(handle);
   }
-  schedule(handle);
+}
+
+void scheduler::yield_current(std::coroutine_handle<> handle) {
+  if (worker* here = local_worker()) {
+    here->push(handle, false);
+  } else {
+    inject_and_notify(handle);
+  }
 }
 
 void scheduler::adopt(root_base& root) {
   if (!accepting_.load(std::memory_order_seq_cst)) {
     throw runtime_stopped("corio::runtime: spawning on a runtime that is shut down");
   }
-  worker* here = current_worker;
-  bool local = here != nullptr && &here->owner() == this;
-  root.shard_ = static_cast<unsigned>(local ? here->index() : workers_.size());
+  worker* here = local_worker();
+  root.shard_ = static_cast<unsigned>(here != nullptr ? here->index() : workers_.size());
   registries_[root.shard_].add(root);
-  if (local) {
+  if (here != nullptr) {
     here->push(root.self_, false);
   } else {
-    inject_.push(root.self_.address());
-    notify_work();
+    inject_and_notify(root.self_);
   }
 }
 

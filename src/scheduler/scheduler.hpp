@@ -75,6 +75,9 @@ class scheduler final : public executor {
   bool drain_deadline_passed() const noexcept;
 
  private:
+  /// This thread's worker if it is one of ours, else null.
+  worker* local_worker() const noexcept;
+  void inject_and_notify(std::coroutine_handle<> handle);
   void wake_all_sleepers() noexcept;
 
   inject_queue inject_;

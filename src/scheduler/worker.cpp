@@ -57,15 +57,16 @@ void worker::run() {
 
 void worker::push(std::coroutine_handle<> handle, bool woken) {
   if (!woken) {
-    push_back(handle);
-    owner_.notify_work();
-    return;
+    push_back_and_notify(handle);
+  } else if (std::coroutine_handle<> displaced = std::exchange(lifo_, handle)) {
+    push_back_and_notify(displaced);
   }
-  std::coroutine_handle<> displaced = std::exchange(lifo_, handle);
-  if (displaced) {
-    push_back(displaced);
-    owner_.notify_work();
-  }
+}
+
+// Stealable work appeared: a sleeping worker may need waking.
+void worker::push_back_and_notify(std::coroutine_handle<> handle) {
+  push_back(handle);
+  owner_.notify_work();
 }
 
 void worker::push_back(std::coroutine_handle<> handle) {
@@ -95,8 +96,7 @@ std::coroutine_handle<> worker::next_task() {
       ++lifo_streak_;
       return std::exchange(lifo_, {});
     }
-    push_back(std::exchange(lifo_, {}));
-    owner_.notify_work();
+    push_back_and_notify(std::exchange(lifo_, {}));
   }
   lifo_streak_ = 0;
   if (void* local = queue_.pop()) {
@@ -162,25 +162,18 @@ void worker::stop_searching() {
   }
 }
 
-bool worker::fire_due_timers() {
-  timer_queue& timers = owner_.timers();
-  return !timers.empty() && timers.fire_due(timer_queue::clock::now()) != 0;
-}
+bool worker::fire_due_timers() { return owner_.timers().fire_due() != 0; }
 
 void worker::park() {
   idle_workers& idle = owner_.idle();
   idle.begin_sleep(index_, std::exchange(searching_, false));
-  auto earliest = owner_.timers().earliest();
-  bool timer_due = earliest && *earliest <= timer_queue::clock::now();
+  auto until_timer = owner_.timers().time_until_earliest();
+  bool timer_due = until_timer && *until_timer <= timer_queue::clock::duration::zero();
   if (owner_.work_visible() || owner_.draining() || timer_due) {
     leave_sleep();
     return;
   }
-  std::optional<std::chrono::nanoseconds> timeout;
-  if (earliest) {
-    timeout = *earliest - timer_queue::clock::now();
-  }
-  parker_.park_unless_notified(timeout);
+  parker_.park_unless_notified(until_timer);
   leave_sleep();
 }
 

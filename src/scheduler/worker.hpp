@@ -61,6 +61,7 @@ class worker {
   void park();
   void leave_sleep();
   void push_back(std::coroutine_handle<> handle);
+  void push_back_and_notify(std::coroutine_handle<> handle);
   void overflow_to_inject(std::coroutine_handle<> handle);
   bool fire_due_timers();
   std::size_t random_below(std::size_t bound) noexcept;

@@ -49,11 +49,12 @@ class timer_queue {
   bool arm(timer& t);
   /// Removes `t` if it is still armed. Returns true if it was (its callback will never run).
   bool disarm(timer& t) noexcept;
-  /// Fires every timer due at `now`, earliest first; returns how many fired.
-  std::size_t fire_due(clock::time_point now) noexcept;
-  /// The earliest deadline, or nothing; lock-free.
-  std::optional<clock::time_point> earliest() const noexcept;
-  bool empty() const noexcept { return !earliest().has_value(); }
+  /// Fires every timer due now, earliest first; returns how many fired. Lock-free, and without reading
+  /// the clock, when no timer is armed; lock-free when none is due yet.
+  std::size_t fire_due() noexcept;
+  /// How long until the earliest deadline (zero or negative if it has passed), or nothing; lock-free.
+  std::optional<clock::duration> time_until_earliest() const noexcept;
+  bool empty() const noexcept { return earliest_ns_.load(std::memory_order_seq_cst) == none; }
 
  private:
   static constexpr std::int64_t none = INT64_MAX;
