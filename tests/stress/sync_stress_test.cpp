@@ -293,60 +293,85 @@ TEST(sync_stress, bounded_queue_on_condition_variables_passes_every_item_once) {
   EXPECT_TRUE(queue.empty());
 }
 
-TEST(sync_stress, destroying_loops_with_waiters_on_every_primitive_is_clean) {
-  constexpr int each = 4;
-  for (int round = 0; round < 20; ++round) {
-    corio::async_mutex mutex;
-    corio::semaphore sem(0);
-    corio::event ev;
-    corio::auto_reset_event are;
-    corio::wait_group wg;
-    corio::condition_variable cv;
-    corio::latch started(5 * each);
-    wg.add(1);
-    auto waits_mutex_then_sem = [&]() -> corio::task<void> {
-      started.count_down();
-      auto guard = co_await mutex.lock();
-      co_await sem.acquire();
-    };
-    auto waits_ev = [&]() -> corio::task<void> {
-      started.count_down();
-      co_await ev.wait();
-    };
-    auto waits_are = [&]() -> corio::task<void> {
-      started.count_down();
-      co_await are.wait();
-    };
-    auto waits_wg = [&]() -> corio::task<void> {
-      started.count_down();
-      co_await wg.wait();
-    };
-    auto waits_cv = [&]() -> corio::task<void> {
-      started.count_down();
-      auto guard = co_await mutex.lock();
-      co_await cv.wait(guard);
-    };
-    {
-      loop_pool loops(2);
-      for (std::size_t i = 0; i < each; ++i) {
-        loops[i].spawn(waits_mutex_then_sem());
-        loops[i].spawn(waits_ev());
-        loops[i].spawn(waits_are());
-        loops[i].spawn(waits_wg());
-        loops[i].spawn(waits_cv());
-      }
-      corio::sync_wait(started.wait());
-      // Wake some while the loops run, so grants are in flight when the loops go away.
-      std::this_thread::sleep_for(std::chrono::microseconds(100 * (round % 4)));
-      sem.release();
-      are.set();
-      cv.notify_one();
-    }  // loops stop and are destroyed with frames parked (or granted) on every primitive
-    EXPECT_TRUE(mutex.try_lock());
-    mutex.unlock();
+// Five kinds of waiter parked on every primitive at once, for the tests that tear their executor down
+// underneath them. Declared before the executor, so it outlives every frame parked on it.
+struct parked_on_every_primitive {
+  static constexpr int kinds = 5;
+
+  explicit parked_on_every_primitive(int each) : started(kinds * each) { wg.add(1); }
+
+  corio::async_mutex mutex;
+  corio::semaphore sem{0};
+  corio::event ev;
+  corio::auto_reset_event are;
+  corio::wait_group wg;
+  corio::condition_variable cv;
+  corio::latch started;
+
+  corio::task<void> waits_mutex_then_sem() {
+    started.count_down();
+    auto guard = co_await mutex.lock();
+    co_await sem.acquire();
+  }
+  corio::task<void> waits_ev() {
+    started.count_down();
+    co_await ev.wait();
+  }
+  corio::task<void> waits_are() {
+    started.count_down();
+    co_await are.wait();
+  }
+  corio::task<void> waits_wg() {
+    started.count_down();
+    co_await wg.wait();
+  }
+  corio::task<void> waits_cv() {
+    started.count_down();
+    auto guard = co_await mutex.lock();
+    co_await cv.wait(guard);
+  }
+
+  /// Hands one waiter of each kind to `spawn`.
+  template <class Spawn>
+  void spawn_one_of_each(Spawn spawn) {
+    spawn(waits_mutex_then_sem());
+    spawn(waits_ev());
+    spawn(waits_are());
+    spawn(waits_wg());
+    spawn(waits_cv());
+  }
+
+  /// Once every waiter has parked, wakes some after `delay`, so grants are in flight at teardown.
+  void wake_some_after(std::chrono::microseconds delay) {
+    corio::sync_wait(started.wait());
+    std::this_thread::sleep_for(delay);
+    sem.release();
+    are.set();
+    cv.notify_one();
+  }
+
+  /// After teardown: releases what is left (nothing may still be parked here).
+  void release_the_rest() {
     ev.set();
     wg.done();
     cv.notify_all();
+  }
+};
+
+TEST(sync_stress, destroying_loops_with_waiters_on_every_primitive_is_clean) {
+  constexpr int each = 4;
+  for (int round = 0; round < 20; ++round) {
+    parked_on_every_primitive parked(each);
+    {
+      loop_pool loops(2);
+      for (std::size_t i = 0; i < each; ++i) {
+        parked.spawn_one_of_each([&](corio::task<void> waiter) { loops[i].spawn(std::move(waiter)); });
+      }
+      parked.wake_some_after(std::chrono::microseconds(100 * (round % 4)));
+    }  // loops stop and are destroyed with frames parked (or granted) on every primitive
+    EXPECT_TRUE(parked.mutex.try_lock());
+    parked.mutex.unlock();
+    parked.release_the_rest();
   }
 }
 
@@ -397,58 +422,20 @@ TEST(sync_stress, runtime_workers_share_a_mutex_exactly_with_join_handle_cancels
 }
 
 TEST(sync_stress, runtime_shutdown_with_waiters_on_every_primitive_is_clean) {
+  constexpr int each = 4;
   for (int round = 0; round < 10; ++round) {
-    corio::async_mutex mutex;
-    corio::semaphore sem(0);
-    corio::event ev;
-    corio::auto_reset_event are;
-    corio::wait_group wg;
-    corio::condition_variable cv;
-    corio::latch started(5 * 4);
-    wg.add(1);
-    auto waits_mutex_then_sem = [&]() -> corio::task<void> {
-      started.count_down();
-      auto guard = co_await mutex.lock();
-      co_await sem.acquire();
-    };
-    auto waits_ev = [&]() -> corio::task<void> {
-      started.count_down();
-      co_await ev.wait();
-    };
-    auto waits_are = [&]() -> corio::task<void> {
-      started.count_down();
-      co_await are.wait();
-    };
-    auto waits_wg = [&]() -> corio::task<void> {
-      started.count_down();
-      co_await wg.wait();
-    };
-    auto waits_cv = [&]() -> corio::task<void> {
-      started.count_down();
-      auto guard = co_await mutex.lock();
-      co_await cv.wait(guard);
-    };
+    parked_on_every_primitive parked(each);
     {
       corio::runtime rt(corio::runtime::options{.workers = 2});
-      for (int i = 0; i < 4; ++i) {
-        rt.spawn(waits_mutex_then_sem()).detach();
-        rt.spawn(waits_ev()).detach();
-        rt.spawn(waits_are()).detach();
-        rt.spawn(waits_wg()).detach();
-        rt.spawn(waits_cv()).detach();
+      for (int i = 0; i < each; ++i) {
+        parked.spawn_one_of_each([&](corio::task<void> waiter) { rt.spawn(std::move(waiter)).detach(); });
       }
-      corio::sync_wait(started.wait());
-      std::this_thread::sleep_for(std::chrono::microseconds(100 * (round % 4)));
-      sem.release();
-      are.set();
-      cv.notify_one();
+      parked.wake_some_after(std::chrono::microseconds(100 * (round % 4)));
     }  // shutdown cancels every task (their waits throw corio::cancelled), then destroys the frames
-    EXPECT_TRUE(mutex.try_lock());
-    mutex.unlock();
-    EXPECT_LE(sem.available(), 1u);
-    ev.set();
-    wg.done();
-    cv.notify_all();
+    EXPECT_TRUE(parked.mutex.try_lock());
+    parked.mutex.unlock();
+    EXPECT_LE(parked.sem.available(), 1u);
+    parked.release_the_rest();
   }
 }
 
