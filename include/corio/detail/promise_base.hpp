@@ -35,7 +35,7 @@ struct promise_base;
 struct root_base;
 
 /// Called by a spawned task's final suspension: moves its outcome into its root record, destroys the
-/// frame, leaves the registry and wakes the joiner. Defined in src/root.cpp.
+/// frame, leaves the registry and wakes the joiner. Defined in src/core/root.cpp.
 void finish_spawned(root_base& root, promise_base& promise, std::coroutine_handle<> frame) noexcept;
 
 struct promise_base : pooled_frame {

@@ -90,10 +90,10 @@ struct root_base {
   }
 };
 
-/// Prints an exception nobody will handle to stderr (the default report). Defined in src/root.cpp.
+/// Prints an exception nobody will handle to stderr (the default report). Defined in src/core/root.cpp.
 void print_unhandled_exception(std::exception_ptr failure) noexcept;
 
-/// Reports `failure` of a task whose handle was dropped, once per record. Defined in src/root.cpp.
+/// Reports `failure` of a task whose handle was dropped, once per record. Defined in src/core/root.cpp.
 void report_unjoined_failure(root_base& root, std::exception_ptr failure, executor* owner) noexcept;
 
 template <class T>

@@ -6,7 +6,7 @@
 
 #include <corio/join_handle.hpp>
 
-#include "cpu_relax.hpp"
+#include "core/cpu_relax.hpp"
 
 namespace corio {
 namespace detail {

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <thread>
 
-#include "cpu_relax.hpp"
+#include "core/cpu_relax.hpp"
 
 namespace corio::detail {
 
