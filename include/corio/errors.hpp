@@ -12,10 +12,17 @@ class invalid_task : public std::logic_error {
 };
 
 /// Thrown at a suspension point of a task whose cancellation was requested (for example the losers
-/// of `when_any`). Derives from std::runtime_error so `catch (const std::exception&)` sees it.
-class cancelled : public std::runtime_error {
+/// of `when_any`, a join_handle::cancel, a runtime's shutdown).
+///
+/// Deliberately *not* a std::exception (like glibc's abi::__forced_unwind, or Python's CancelledError
+/// since 3.8): the everyday `catch (const std::exception&)` must not swallow a cancellation, or a task
+/// that retries in a loop could never be stopped. Catch it by name where a task must react to it, and
+/// let a `catch (...)` that does cleanup rethrow it (`throw;`). A task that swallows it anyway still
+/// cannot hold a runtime's shutdown past its grace period (see runtime.hpp).
+class cancelled {
  public:
-  cancelled() : std::runtime_error("corio: operation cancelled") {}
+  /// A fixed description, for logs.
+  const char* what() const noexcept { return "corio: operation cancelled"; }
 };
 
 /// Thrown by event_loop operations that require a loop which is still accepting work.

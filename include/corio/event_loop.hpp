@@ -8,8 +8,11 @@
 //    local run queue. Other threads reach the loop through post() alone.
 //  - Every coroutine spawned on the loop is a root in `roots_` until it finishes; destroying the loop
 //    destroys every root frame still alive, and with it the chain of tasks each root awaits.
-//  - A spawned task that hops to another loop (schedule_on) still belongs to this one; the registry is
-//    locked, so it may finish over there.
+//  - A frame is owned by the executor it runs on. A spawned task that hops here (schedule_on) moves
+//    its root record, and so the whole chain of tasks it awaits, from its old executor's registry to
+//    this loop's before it is posted here; whichever executor is destroyed first destroys only what
+//    it owns, and a joiner elsewhere is woken with corio::cancelled. The registry is locked, so roots
+//    may arrive or finish from any thread.
 // Threads: post(), stop() and stopped() are thread-safe, as are the executor entry points awaitables
 //   use (waking a coroutine parked here, arming a timer). Everything else is for the loop's thread
 //   (or any single thread before the first run()).
@@ -19,12 +22,14 @@
 // Shutdown (destructor), in order:
 //   1. close the post queue, so post() returns false;
 //   2. forget the ready queue (those handles belong to roots destroyed next);
-//   3. destroy every root frame, which destroys the tasks it awaits;
+//   3. close the registry and destroy every root frame, newest first, which destroys the tasks each
+//      awaits and wakes their joiners on other executors with corio::cancelled;
 //   4. destroy the posted functors that never ran, without running them.
 #include <chrono>
 #include <coroutine>
 #include <cstddef>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <utility>
@@ -48,6 +53,22 @@ namespace detail {
 
 /// The loop running on this thread, or null. Set for the duration of run()/run_until_idle().
 extern thread_local constinit event_loop* current_loop;
+
+/// The first exception that escaped a task or functor of a loop, for run() to rethrow. Shared with
+/// the loop's failure sink, which may outlive the loop (a join_handle detached late).
+struct loop_errors {
+  std::mutex mutex;
+  std::exception_ptr first;  // guarded by mutex
+  bool loop_alive = true;    // guarded by mutex; once false, failures are printed instead
+};
+
+struct schedule_on_awaiter {
+  event_loop& target_;
+  bool await_ready() const noexcept { return current_loop == &target_; }
+  template <class Promise>
+  void await_suspend(std::coroutine_handle<Promise> self);
+  void await_resume() const noexcept {}
+};
 
 }  // namespace detail
 
@@ -111,9 +132,14 @@ class event_loop final : private detail::executor {
   void yield_current(std::coroutine_handle<> handle) override { ready_.push(handle); }
   void adopt(detail::root_base& root) override;
   void forget(detail::root_base& root) noexcept override { roots_.remove(root); }
+  bool attach(detail::root_base& root) noexcept override;
   void report_unhandled(std::exception_ptr failure) noexcept override;
+  std::shared_ptr<const detail::failure_sink> unhandled_sink() const noexcept override { return sink_; }
   detail::timer_queue& timers() noexcept override { return timers_; }
   void earliest_timer_changed() noexcept override { parker_.unpark_if_parked(); }
+
+  friend struct detail::schedule_on_awaiter;
+  void accept_hop(detail::promise_base* chain, std::coroutine_handle<> handle);
 
   std::size_t run_one_round();
   bool posts_arrive_soon() noexcept;
@@ -124,25 +150,26 @@ class event_loop final : private detail::executor {
   detail::post_queue posts_;
   detail::timer_queue timers_;
   detail::root_registry roots_;
-  std::mutex error_mutex_;
-  std::exception_ptr error_;  // guarded by error_mutex_
+  std::shared_ptr<detail::loop_errors> errors_;
+  std::shared_ptr<const detail::failure_sink> sink_;
 };
 
 /// `co_await corio::schedule_on(loop)` moves the awaiting coroutine onto `loop`: it continues on that
-/// loop's thread (at once if it is already there). Throws corio::loop_stopped if `loop` is stopped.
-inline auto schedule_on(event_loop& loop) noexcept {
-  struct schedule_on_awaiter {
-    event_loop& target_;
-    bool await_ready() const noexcept { return detail::current_loop == &target_; }
-    void await_suspend(std::coroutine_handle<> self) {
-      event_loop* target = &target_;
-      if (!target->post([target, self] { target->schedule_local(self); })) {
-        throw loop_stopped("corio::schedule_on: the target loop is stopped");
-      }
-    }
-    void await_resume() const noexcept {}
-  };
-  return schedule_on_awaiter{loop};
+/// loop's thread (at once if it is already there). Ownership moves with it: the spawned task it runs
+/// for (with every task in its chain) now belongs to `loop`, so destroying its old executor no longer
+/// touches it, and destroying `loop` destroys it (its joiner sees corio::cancelled). A chain that no
+/// executor owns (sync_wait on a plain thread) must not outlive `loop`. Throws corio::loop_stopped if
+/// `loop` is stopped (the coroutine then stays where it was), and std::logic_error inside an operand
+/// of when_all/when_any (operands share their parent's executor and cannot move alone).
+[[nodiscard]] inline detail::schedule_on_awaiter schedule_on(event_loop& loop) noexcept { return {loop}; }
+
+namespace detail {
+
+template <class Promise>
+void schedule_on_awaiter::await_suspend(std::coroutine_handle<Promise> self) {
+  target_.accept_hop(chain_of(self), self);
 }
+
+}  // namespace detail
 
 }  // namespace corio

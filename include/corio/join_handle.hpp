@@ -5,8 +5,10 @@
 #include <optional>
 #include <stdexcept>
 #include <stop_token>
+#include <thread>
 #include <utility>
 
+#include <corio/detail/coop_budget.hpp>
 #include <corio/detail/executor.hpp>
 #include <corio/detail/promise_base.hpp>
 #include <corio/detail/root.hpp>
@@ -17,12 +19,14 @@ namespace corio {
 
 /// The handle to a spawned task: await it for the task's result, cancel it, or detach it.
 /// Awaiting yields the task's value or rethrows its exception (corio::cancelled if it was cancelled
-/// before finishing), resuming on the awaiter's executor. A handle is joined at most once: awaiting
-/// it again, or awaiting a detached or moved-from handle, throws corio::invalid_task. If the awaiting
-/// task is itself cancelled while it waits, the cancellation is passed on to the joined task and the
-/// join still waits for it to stop. Dropping a handle detaches the task: it keeps running, and an
-/// exception escaping it is reported by its executor (a runtime's unhandled-exception hook, an
-/// event_loop's run()). Not thread-safe, except cancel().
+/// or destroyed by its executor's shutdown before finishing), resuming on the awaiter's executor.
+/// A handle is joined at most once: awaiting it again, or awaiting a detached or moved-from handle,
+/// throws corio::invalid_task. If the awaiting task is itself cancelled while it waits, it asks the
+/// joined task to stop too and throws corio::cancelled at once, without waiting for it (so
+/// `with_timeout(d, std::move(h))` returns at its deadline); the handle is then still valid and may be
+/// awaited again. Dropping a handle detaches the task: it keeps running, and an exception escaping it
+/// is reported by its executor (a runtime's unhandled-exception hook, an event_loop's run()), even if
+/// that happens after the task finished. Not thread-safe, except cancel().
 ///
 ///     corio::join_handle<int> h = corio::spawn(compute());
 ///     h.cancel();                            // optional: ask it to stop
@@ -62,9 +66,10 @@ class [[nodiscard]] join_handle {
     if (state == nullptr) {
       return;
     }
-    state->detached.store(true, std::memory_order_release);
-    if (state->phase.load(std::memory_order_acquire) == detail::join_phase::finished) {
-      detail::report_unjoined_failure(*state, state->result.error(), nullptr);
+    // Store, then load: seq_cst against end_join's CAS, then load (root.hpp, "Detach versus finish").
+    state->detached.store(true, std::memory_order_seq_cst);
+    if (state->phase.load(std::memory_order_seq_cst) == detail::join_phase::finished) {
+      detail::report_unjoined_failure(*state, nullptr);
     }
     state->release();
   }
@@ -72,29 +77,60 @@ class [[nodiscard]] join_handle {
   class awaiter {
    public:
     explicit awaiter(join_handle& handle) : handle_(handle) {}
+    awaiter(const awaiter&) = delete;
+    awaiter& operator=(const awaiter&) = delete;
+    ~awaiter() {
+      if (suspended_) {
+        abandon();  // the awaiting frame is destroyed while it waits (its executor shuts down)
+      }
+    }
 
     bool await_ready() const {
       if (handle_.state_ == nullptr) {
         throw invalid_task("corio::join_handle: awaiting an empty (detached, moved-from or joined) handle");
       }
-      return handle_.state_->phase.load(std::memory_order_acquire) == detail::join_phase::finished;
+      return false;
     }
 
     template <class Promise>
     bool await_suspend(std::coroutine_handle<Promise> self) {
       detail::join_state<T>& state = *handle_.state_;
+      auto phase = state.phase.load(std::memory_order_acquire);
+      const std::stop_token* stop = detail::stop_token_of(self);
+      if (phase != detail::join_phase::finished && stop != nullptr && stop->stop_requested()) {
+        state.stop.request_stop();
+        cancelled_ = true;
+      }
+      if (phase == detail::join_phase::finished || cancelled_) {
+        return detail::yield_if_budget_spent(self);
+      }
       state.joiner = self;
       state.joiner_owner = detail::current_executor;
-      if (const std::stop_token* stop = detail::stop_token_of(self)) {
-        forward_cancel_.emplace(*stop, forward_stop{&state.stop});
+      if (stop != nullptr) {
+        stop_callback_.emplace(*stop, on_stop{this});  // may run at once: it then finds `running`
       }
+      suspended_ = true;  // before the CAS: once registered, another thread may resume us at once
       auto expected = detail::join_phase::running;
-      return state.phase.compare_exchange_strong(expected, detail::join_phase::joiner_waiting,
-                                                 std::memory_order_acq_rel);
+      if (!state.phase.compare_exchange_strong(expected, detail::join_phase::joiner_waiting,
+                                               std::memory_order_acq_rel)) {
+        suspended_ = false;
+        return detail::yield_if_budget_spent(self);  // finished meanwhile
+      }
+      if (stop != nullptr && stop->stop_requested() && unregister()) {
+        state.stop.request_stop();  // the stop arrived before we were registered
+        suspended_ = false;
+        cancelled_ = true;
+        return false;
+      }
+      return true;  // registered: from here on another thread may resume us; touch nothing
     }
 
     T await_resume() {
-      forward_cancel_.reset();
+      suspended_ = false;
+      stop_callback_.reset();
+      if (cancelled_) {
+        throw cancelled();
+      }
       detail::join_state<T>* state = std::exchange(handle_.state_, nullptr);
       struct release_on_exit {
         detail::join_state<T>* state;
@@ -104,12 +140,42 @@ class [[nodiscard]] join_handle {
     }
 
    private:
-    struct forward_stop {
-      std::stop_source* target;
-      void operator()() const noexcept { target->request_stop(); }
+    struct on_stop {
+      awaiter* self;
+      void operator()() const noexcept { self->cancel(); }
     };
+
+    // Any thread, from the awaiting task's stop callback.
+    void cancel() noexcept {
+      detail::join_state<T>& state = *handle_.state_;
+      state.stop.request_stop();
+      if (unregister()) {
+        cancelled_ = true;
+        detail::resume_through(state.joiner_owner, state.joiner);
+      }
+    }
+
+    bool unregister() noexcept {
+      auto expected = detail::join_phase::joiner_waiting;
+      return handle_.state_->phase.compare_exchange_strong(expected, detail::join_phase::running,
+                                                           std::memory_order_acq_rel);
+    }
+
+    void abandon() noexcept {
+      stop_callback_.reset();  // waits for a cancel() in flight
+      if (unregister()) {
+        return;
+      }
+      // The task ended and its side is scheduling us: keep the frame and executor alive until done.
+      while (handle_.state_->phase.load(std::memory_order_acquire) == detail::join_phase::waking) {
+        std::this_thread::yield();
+      }
+    }
+
     join_handle& handle_;
-    std::optional<std::stop_callback<forward_stop>> forward_cancel_;
+    bool suspended_ = false;
+    bool cancelled_ = false;
+    std::optional<std::stop_callback<on_stop>> stop_callback_;
   };
 
   awaiter operator co_await() & { return awaiter{*this}; }
@@ -131,11 +197,13 @@ join_handle<T> spawn_on(executor& owner, task<T> body, cancellable can_cancel = 
   auto frame = body.release();
   promise_base& promise = frame.promise();
   promise.root_ = state;
+  promise.spawned_ = true;
   if (promise.stop_ == nullptr && can_cancel == cancellable::yes) {
     promise.stop_ = &state->token;  // a token already given to the task wins, as in start_child
   }
   state->owner_ = &owner;
   state->self_ = frame;
+  state->seq_ = next_root_sequence();
   try {
     owner.adopt(*state);
   } catch (...) {

@@ -91,7 +91,7 @@ class [[nodiscard]] task {
         // resumes us when it finishes, as any asynchronously completing child does.
         detail::promise_base& child = handle_.promise();
         child.continuation_ = awaiting;
-        child.stop_ = child.stop_ != nullptr ? child.stop_ : detail::stop_token_of(awaiting);
+        child.inherit_chain(detail::chain_of(awaiting));
         child.state_.store(detail::await_state::awaiter_suspended, std::memory_order_relaxed);
         detail::current_executor->yield_current(handle_);
         return true;

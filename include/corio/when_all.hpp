@@ -21,9 +21,9 @@ template <class... Awaitables>
 task<std::tuple<detail::non_void_t<detail::await_result_t<Awaitables>>...>> when_all(Awaitables... awaitables) {
   detail::combinator_state join;
   std::tuple children{detail::make_join_child(std::move(awaitables))...};
-  co_await detail::join_all_awaiter{join, sizeof...(Awaitables), [&](const std::stop_token* stop) {
+  co_await detail::join_all_awaiter{join, sizeof...(Awaitables), [&](const detail::promise_base* parent) {
     std::size_t index = 0;
-    std::apply([&](auto&... child) { (child.start(join, index++, stop), ...); }, children);
+    std::apply([&](auto&... child) { (child.start(join, index++, detail::stop_of(parent), parent), ...); }, children);
   }};
   co_return std::apply([](auto&... child) { return std::tuple{detail::take_non_void(child.result())...}; },
                        children);
@@ -40,9 +40,9 @@ task<std::conditional_t<std::is_void_v<T>, void, std::vector<detail::non_void_t<
   for (task<T>& each : tasks) {
     children.push_back(detail::make_join_child(std::move(each)));
   }
-  co_await detail::join_all_awaiter{join, children.size(), [&](const std::stop_token* stop) {
+  co_await detail::join_all_awaiter{join, children.size(), [&](const detail::promise_base* parent) {
     for (std::size_t i = 0; i < children.size(); ++i) {
-      children[i].start(join, i, stop);
+      children[i].start(join, i, detail::stop_of(parent), parent);
     }
   }};
   if constexpr (std::is_void_v<T>) {

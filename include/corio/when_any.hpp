@@ -74,9 +74,9 @@ task<std::variant<detail::non_void_t<detail::await_result_t<Awaitables>>...>> wh
   detail::combinator_state join;
   join.cancel_on_first = &cancellation.source();
   std::tuple children{detail::make_join_child(std::move(awaitables))...};
-  co_await detail::join_all_awaiter{join, sizeof...(Awaitables), [&](const std::stop_token*) {
+  co_await detail::join_all_awaiter{join, sizeof...(Awaitables), [&](const detail::promise_base* parent) {
     std::size_t index = 0;
-    std::apply([&](auto&... child) { (child.start(join, index++, cancellation.token()), ...); }, children);
+    std::apply([&](auto&... child) { (child.start(join, index++, cancellation.token(), parent), ...); }, children);
   }};
   std::size_t winner = join.first_done.load(std::memory_order_acquire);
   std::optional<result_type> result;
@@ -105,9 +105,9 @@ task<std::conditional_t<std::is_void_v<T>, std::size_t, when_any_result<T>>> whe
   for (task<T>& each : tasks) {
     children.push_back(detail::make_join_child(std::move(each)));
   }
-  co_await detail::join_all_awaiter{join, children.size(), [&](const std::stop_token*) {
+  co_await detail::join_all_awaiter{join, children.size(), [&](const detail::promise_base* parent) {
     for (std::size_t i = 0; i < children.size(); ++i) {
-      children[i].start(join, i, cancellation.token());
+      children[i].start(join, i, cancellation.token(), parent);
     }
   }};
   std::size_t winner = join.first_done.load(std::memory_order_acquire);

@@ -5,6 +5,12 @@
 
 namespace corio::detail {
 
+namespace {
+std::atomic<std::uint64_t> root_sequence{0};
+}  // namespace
+
+std::uint64_t next_root_sequence() noexcept { return root_sequence.fetch_add(1, std::memory_order_relaxed); }
+
 void print_unhandled_exception(std::exception_ptr failure) noexcept {
   try {
     std::rethrow_exception(failure);
@@ -15,7 +21,8 @@ void print_unhandled_exception(std::exception_ptr failure) noexcept {
   }
 }
 
-void report_unjoined_failure(root_base& root, std::exception_ptr failure, executor* owner) noexcept {
+void report_unjoined_failure(root_base& root, executor* owner) noexcept {
+  std::exception_ptr failure = root.failure_;
   if (!failure || root.failure_reported.exchange(true, std::memory_order_acq_rel)) {
     return;
   }
@@ -27,8 +34,35 @@ void report_unjoined_failure(root_base& root, std::exception_ptr failure, execut
   }
   if (owner != nullptr) {
     owner->report_unhandled(failure);
+  } else if (root.sink_ != nullptr) {
+    try {
+      (*root.sink_)(failure);
+    } catch (...) {
+      print_unhandled_exception(failure);
+    }
   } else {
     print_unhandled_exception(failure);
+  }
+}
+
+void root_base::end_join(executor* owner) noexcept {
+  if (failure_ && owner != nullptr) {
+    sink_ = owner->unhandled_sink();  // before the phase CAS publishes it to a late detach()
+  }
+  join_phase before = phase.load(std::memory_order_seq_cst);
+  for (;;) {
+    if (before == join_phase::joiner_waiting) {
+      if (phase.compare_exchange_weak(before, join_phase::waking, std::memory_order_acq_rel)) {
+        resume_through(joiner_owner, joiner);
+        phase.store(join_phase::finished, std::memory_order_release);  // the joiner's destructor may go
+        return;
+      }
+    } else if (phase.compare_exchange_weak(before, join_phase::finished, std::memory_order_seq_cst)) {
+      if (detached.load(std::memory_order_seq_cst)) {  // pairs with detach(): store, then load phase
+        report_unjoined_failure(*this, owner);
+      }
+      return;
+    }
   }
 }
 
@@ -38,12 +72,7 @@ void finish_spawned(root_base& root, promise_base& promise, std::coroutine_handl
   frame.destroy();
   executor* owner = root.owner_;
   owner->forget(root);
-  join_phase before = root.phase.exchange(join_phase::finished, std::memory_order_acq_rel);
-  if (before == join_phase::joiner_waiting) {
-    resume_through(root.joiner_owner, root.joiner);
-  } else if (root.detached.load(std::memory_order_acquire)) {
-    report_unjoined_failure(root, root.failure_, owner);
-  }
+  root.end_join(owner);
   root.release();
 }
 
@@ -51,7 +80,7 @@ void root_base::destroy_frame() noexcept {
   std::coroutine_handle<> frame = std::exchange(self_, {});
   frame.destroy();
   complete_(*this, nullptr);
-  phase.store(join_phase::finished, std::memory_order_release);
+  end_join(nullptr);
   release();
 }
 

@@ -48,12 +48,24 @@ class event_loop::running_scope {
   running_scope& operator=(const running_scope&) = delete;
 };
 
-event_loop::event_loop() : posts_(parker_) {}
+event_loop::event_loop()
+    : posts_(parker_),
+      errors_(std::make_shared<detail::loop_errors>()),
+      sink_(std::make_shared<const detail::failure_sink>([errors = errors_](std::exception_ptr failure) {
+        std::lock_guard lock(errors->mutex);
+        if (!errors->loop_alive) {
+          detail::print_unhandled_exception(failure);
+        } else if (!errors->first) {
+          errors->first = std::move(failure);
+        }
+      })) {}
 
 event_loop::~event_loop() {
   posts_.close();
   ready_.clear();
   roots_.destroy_all();
+  std::lock_guard lock(errors_->mutex);
+  errors_->loop_alive = false;
 }
 
 void event_loop::spawn(task<void> body) {
@@ -62,17 +74,48 @@ void event_loop::spawn(task<void> body) {
 }
 
 void event_loop::adopt(detail::root_base& root) {
-  if (stopped()) {
+  if (stopped() || !roots_.try_add(root)) {
     throw loop_stopped("corio::event_loop: spawning on a stopped loop");
   }
-  roots_.add(root);
   schedule(root.self_);
 }
 
-void event_loop::report_unhandled(std::exception_ptr failure) noexcept {
-  std::lock_guard lock(error_mutex_);
-  if (!error_) {
-    error_ = std::move(failure);
+bool event_loop::attach(detail::root_base& root) noexcept {
+  if (!roots_.try_add(root)) {
+    return false;
+  }
+  root.owner_ = this;
+  return true;
+}
+
+void event_loop::report_unhandled(std::exception_ptr failure) noexcept { (*sink_)(std::move(failure)); }
+
+// Runs on the thread the coroutine is leaving. The root moves here before the coroutine is posted, so
+// that from the moment this loop can resume it, this loop owns it; if the post is refused (the loop
+// stopped), the root goes back where it was and the coroutine continues there with the exception.
+void event_loop::accept_hop(detail::promise_base* chain, std::coroutine_handle<> handle) {
+  detail::root_base* root = chain != nullptr ? chain->root_ : nullptr;
+  detail::executor* from = root != nullptr ? root->owner_ : nullptr;
+  if (chain != nullptr && chain->shares_executor_ && detail::current_executor != nullptr) {
+    throw std::logic_error("corio::schedule_on: an operand of when_all/when_any cannot move to another executor alone");
+  }
+  bool moves = root != nullptr && from != this;
+  if (moves) {
+    if (stopped()) {
+      throw loop_stopped("corio::schedule_on: the target loop is stopped");
+    }
+    from->forget(*root);
+    if (!attach(*root)) {
+      from->attach(*root);
+      throw loop_stopped("corio::schedule_on: the target loop is being destroyed");
+    }
+  }
+  if (!posts_.push([this, handle] { ready_.push(handle); })) {
+    if (moves) {
+      forget(*root);
+      from->attach(*root);
+    }
+    throw loop_stopped("corio::schedule_on: the target loop is stopped");
   }
 }
 
@@ -93,8 +136,8 @@ void event_loop::schedule(std::coroutine_handle<> handle) noexcept {
 void event_loop::rethrow_pending_error() {
   std::exception_ptr failure;
   {
-    std::lock_guard lock(error_mutex_);
-    failure = std::exchange(error_, nullptr);
+    std::lock_guard lock(errors_->mutex);
+    failure = std::exchange(errors_->first, nullptr);
   }
   if (failure) {
     std::rethrow_exception(failure);

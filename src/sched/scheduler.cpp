@@ -16,8 +16,9 @@ scheduler::scheduler(scheduler_options options)
     : idle_(options.workers),
       blocking_(options.max_blocking_threads, blocking_keep_alive),
       registries_(options.workers + 1),
-      on_unhandled_(options.on_unhandled_exception ? std::move(options.on_unhandled_exception)
-                                                   : print_unhandled_exception) {
+      sink_(std::make_shared<const failure_sink>(options.on_unhandled_exception
+                                                     ? std::move(options.on_unhandled_exception)
+                                                     : failure_sink(print_unhandled_exception))) {
   workers_.reserve(options.workers);
   for (std::size_t i = 0; i < options.workers; ++i) {
     workers_.push_back(std::make_unique<worker>(*this, i));
@@ -38,7 +39,9 @@ void scheduler::shutdown() {
     throw std::logic_error("corio::runtime: shutdown from one of its own workers would join itself");
   }
   shut_down_ = true;
-  accepting_.store(false, std::memory_order_seq_cst);                                    // 1
+  for (root_registry& registry : registries_) {                                           // 1
+    registry.close();
+  }
   for (root_registry& registry : registries_) {                                           // 2
     registry.for_each([](root_base& root) { root.request_stop(); });
   }
@@ -52,9 +55,11 @@ void scheduler::shutdown() {
   }
   blocking_.shutdown();                                                                   // 5
   inject_.clear();                                                                        // 6
+  std::vector<root_base*> roots;
   for (root_registry& registry : registries_) {
-    registry.destroy_all();
+    registry.take_all(roots);
   }
+  root_registry::destroy_newest_first(roots);
 }
 
 bool scheduler::drain_deadline_passed() const noexcept {
@@ -89,13 +94,17 @@ void scheduler::yield_current(std::coroutine_handle<> handle) {
   }
 }
 
+unsigned scheduler::local_shard() const noexcept {
+  worker* here = local_worker();
+  return static_cast<unsigned>(here != nullptr ? here->index() : workers_.size());
+}
+
 void scheduler::adopt(root_base& root) {
-  if (!accepting_.load(std::memory_order_seq_cst)) {
+  worker* here = local_worker();
+  root.shard_ = local_shard();
+  if (!registries_[root.shard_].try_add(root)) {
     throw runtime_stopped("corio::runtime: spawning on a runtime that is shut down");
   }
-  worker* here = local_worker();
-  root.shard_ = static_cast<unsigned>(here != nullptr ? here->index() : workers_.size());
-  registries_[root.shard_].add(root);
   if (here != nullptr) {
     here->push(root.self_, false);
   } else {
@@ -105,9 +114,18 @@ void scheduler::adopt(root_base& root) {
 
 void scheduler::forget(root_base& root) noexcept { registries_[root.shard_].remove(root); }
 
+// Only a root that tried to leave (schedule_on) and was refused comes here: the thread is still one of
+// our workers, so step 6 of a shutdown has not run yet, and the root is taken back even if closed.
+bool scheduler::attach(root_base& root) noexcept {
+  root.shard_ = local_shard();
+  registries_[root.shard_].add(root);
+  root.owner_ = this;
+  return true;
+}
+
 void scheduler::report_unhandled(std::exception_ptr failure) noexcept {
   try {
-    on_unhandled_(failure);
+    (*sink_)(failure);
   } catch (...) {
     print_unhandled_exception(failure);
   }

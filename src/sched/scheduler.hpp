@@ -9,13 +9,20 @@
 // Registry: one root_registry shard per worker plus one for foreign threads, so spawning from
 //   different workers does not contend on one lock (tokio shards its owned-task list the same way).
 // Shutdown (shutdown(), also run by ~runtime), in order:
-//   1. stop accepting work: adopt() throws corio::runtime_stopped;
+//   1. stop accepting work: close every registry shard, so adopt() throws corio::runtime_stopped (the
+//      close and a racing spawn's registration take the same lock: a spawn is either refused or
+//      registered before the close, and then cancelled and destroyed by the steps below);
 //   2. request cancellation of every live root; their stop callbacks wake what is cancellable;
 //   3. drain: wake every worker; each runs what it finds and leaves its loop once it finds nothing
 //      (or after a 1 s grace period, so a task that ignores cancellation cannot hold shutdown forever);
 //   4. join the worker threads;
 //   5. shut the blocking pool down (waits for running blocking calls to return);
-//   6. drop queued handles and destroy every root frame still registered, with the tasks they await.
+//   6. drop queued handles and destroy every root frame still registered, with the tasks they await,
+//      newest first across all shards (a child before the parent whose frame may hold what it waits on);
+//      their joiners on other executors are woken with corio::cancelled.
+// A task that swallows corio::cancelled and loops on co_await cannot hold step 3 past the grace period:
+//   every awaitable that completes without suspending spends the cooperative budget, so the task
+//   returns to its worker at least every 128 such awaits, and the worker checks the deadline there.
 // Threads: everything here is thread-safe except shutdown(), which must not run on a worker.
 #include <atomic>
 #include <chrono>
@@ -59,7 +66,9 @@ class scheduler final : public executor {
   void yield_current(std::coroutine_handle<> handle) override;
   void adopt(root_base& root) override;
   void forget(root_base& root) noexcept override;
+  bool attach(root_base& root) noexcept override;
   void report_unhandled(std::exception_ptr failure) noexcept override;
+  std::shared_ptr<const failure_sink> unhandled_sink() const noexcept override { return sink_; }
 
   // For workers.
   std::size_t worker_count() const noexcept { return workers_.size(); }
@@ -77,6 +86,7 @@ class scheduler final : public executor {
  private:
   /// This thread's worker if it is one of ours, else null.
   worker* local_worker() const noexcept;
+  unsigned local_shard() const noexcept;
   void inject_and_notify(std::coroutine_handle<> handle);
   void wake_all_sleepers() noexcept;
 
@@ -87,8 +97,7 @@ class scheduler final : public executor {
   std::vector<std::unique_ptr<worker>> workers_;
   std::vector<std::thread> threads_;
   std::vector<root_registry> registries_;  // one per worker, then one for foreign threads
-  std::function<void(std::exception_ptr)> on_unhandled_;
-  std::atomic<bool> accepting_{true};
+  std::shared_ptr<const failure_sink> sink_;
   std::atomic<bool> draining_{false};
   std::atomic<std::int64_t> drain_deadline_ns_{0};
   bool shut_down_ = false;

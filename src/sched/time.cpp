@@ -1,6 +1,8 @@
 // sleep_awaiter; the state machine is described in include/corio/time.hpp.
 #include <corio/time.hpp>
 
+#include <corio/detail/coop_budget.hpp>
+
 namespace corio::detail {
 
 bool sleep_awaiter::suspend(std::coroutine_handle<> self) {
@@ -9,7 +11,7 @@ bool sleep_awaiter::suspend(std::coroutine_handle<> self) {
     throw std::logic_error("corio::sleep: no event loop or runtime runs on this thread");
   }
   if (stop_ != nullptr && stop_->stop_requested()) {
-    return false;
+    return yield_if_budget_spent(self);  // cancelled without waiting still costs budget
   }
   waiter_ = self;
   if (stop_ != nullptr) {
@@ -23,7 +25,7 @@ bool sleep_awaiter::suspend(std::coroutine_handle<> self) {
     return true;  // from here on another thread may resume us: touch nothing
   }
   owner_->timers().disarm(*this);  // settled early (fired or cancelled) while registering
-  return false;
+  return yield_if_budget_spent(self);
 }
 
 // Moves the state out of `registering` (to `early`) or `armed` (to `late`). Returns true if it was

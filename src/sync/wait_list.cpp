@@ -57,7 +57,7 @@ void wake_batch::resume_all() noexcept {
 bool waiter::suspend(std::coroutine_handle<> self, const std::stop_token* stop) {
   if (stop != nullptr && stop->stop_requested()) {
     state_ = state::cancelled;
-    return false;
+    return yield_if_out_of_budget(self);
   }
   stop_ = stop;
   handle_ = self;
@@ -80,26 +80,27 @@ bool waiter::suspend(std::coroutine_handle<> self, const std::stop_token* stop) 
   }
   {
     std::lock_guard guard(list_->mutex());
-    if (state_ == state::cancelled) {
-      return false;
+    if (state_ != state::cancelled) {
+      if (!ops_->try_now(context_)) {
+        list_->push_back(*this);
+        suspended_ = true;
+        return true;  // the guard unlocks after this; from then on a waker may resume us: touch nothing
+      }
+      state_ = state::granted;
     }
-    if (!ops_->try_now(context_)) {
-      list_->push_back(*this);
-      suspended_ = true;
-      return true;  // the guard unlocks after this; from then on a waker may resume us: touch nothing
-    }
-    state_ = state::granted;
   }
   return yield_if_out_of_budget(self);
 }
 
-// Granted without waiting. That spends one unit of the task's cooperative budget; once it is spent,
-// the task (already holding what it asked for) goes to the back of the run queue instead of going on,
-// so a loop over always-ready waits cannot starve its worker (detail/coop_budget.hpp).
+// Granted (or cancelled) without waiting. That spends one unit of the task's cooperative budget; once
+// it is spent, the task goes to the back of the run queue instead of going on, so a loop over
+// always-ready waits cannot starve its worker (detail/coop_budget.hpp). While it is queued it counts
+// as suspended: if a shutdown destroys the frame there, abandon() gives back what it was granted.
 bool waiter::yield_if_out_of_budget(std::coroutine_handle<> self) {
   if (!spend_coop_budget()) {
     return false;
   }
+  suspended_ = true;
   current_executor->yield_current(self);
   return true;
 }

@@ -5,6 +5,8 @@
 // queue; operations that would complete without suspending spend one unit, and once it is spent they
 // suspend the task to the back of the run queue instead. A loop with no co_await at all cannot be
 // preempted; such work belongs in spawn_blocking. Per thread; no synchronisation.
+#include <coroutine>
+
 #include <corio/detail/executor.hpp>
 
 namespace corio::detail {
@@ -21,6 +23,20 @@ inline bool spend_coop_budget() noexcept {
     return false;
   }
   return current_executor != nullptr;
+}
+
+/// For an awaitable whose operation completed (or was cancelled) without suspending, in its
+/// await_suspend: spends one unit and, if the budget is spent, queues `self` behind everything
+/// runnable and returns true (the caller must then suspend and touch nothing); else returns false
+/// (continue at once). Every such path in corio goes through here, so a task that loops on
+/// operations that never really suspend (a cancelled sleep that it catches, say) still returns to
+/// its executor regularly, and a runtime's shutdown grace period bounds it.
+inline bool yield_if_budget_spent(std::coroutine_handle<> self) {
+  if (!spend_coop_budget()) {
+    return false;
+  }
+  current_executor->yield_current(self);
+  return true;
 }
 
 }  // namespace corio::detail

@@ -8,11 +8,16 @@
 // Threads: schedule() and timers() are thread-safe. `current_executor` is per thread.
 #include <coroutine>
 #include <exception>
+#include <functional>
+#include <memory>
 
 namespace corio::detail {
 
 class timer_queue;
 struct root_base;
+
+/// Where an exception goes that escaped a task nobody will join.
+using failure_sink = std::function<void(std::exception_ptr)>;
 
 class executor {
  public:
@@ -38,8 +43,16 @@ class executor {
   /// Thread-safe. Unregisters a root that finished.
   virtual void forget(root_base& root) noexcept = 0;
 
+  /// Thread-safe. Registers a root that moves here from another executor (schedule_on), without
+  /// queuing it. Returns false if this executor no longer accepts work.
+  virtual bool attach(root_base& root) noexcept = 0;
+
   /// Thread-safe. An exception escaped a task nobody will join.
   virtual void report_unhandled(std::exception_ptr failure) noexcept = 0;
+
+  /// Thread-safe. The sink report_unhandled feeds, shared so that a record can report through it
+  /// after this executor is gone (a join_handle detached late).
+  virtual std::shared_ptr<const failure_sink> unhandled_sink() const noexcept = 0;
 
  protected:
   ~executor() = default;

@@ -102,11 +102,15 @@ class join_child {
     }
   }
 
-  void start(combinator_state& join, std::size_t index, const std::stop_token* stop) {
+  /// Runs the operand for `parent`'s root, cancelled through `stop`; operands share their parent's
+  /// executor (promise_base::shares_executor_).
+  void start(combinator_state& join, std::size_t index, const std::stop_token* stop, const promise_base* parent) {
     promise_type& promise = handle_.promise();
     promise.join_ = &join;
     promise.index_ = index;
     promise.stop_ = stop;
+    promise.root_ = parent != nullptr ? parent->root_ : nullptr;
+    promise.shares_executor_ = true;
     handle_.resume();
   }
 
@@ -141,7 +145,7 @@ struct join_all_awaiter {
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> parent) {
     join_.prepare(count_);
-    start_all_(stop_token_of(parent));
+    start_all_(chain_of(parent));
     return join_.parent_should_wait(parent);
   }
   void await_resume() const noexcept {}
@@ -149,6 +153,10 @@ struct join_all_awaiter {
 
 template <class StartAll>
 join_all_awaiter(combinator_state&, std::size_t, StartAll) -> join_all_awaiter<StartAll>;
+
+inline const std::stop_token* stop_of(const promise_base* promise) noexcept {
+  return promise != nullptr ? promise->stop_ : nullptr;
+}
 
 /// `void` results become std::monostate so they can sit in a tuple or variant.
 template <class T>

@@ -41,10 +41,17 @@ void finish_spawned(root_base& root, promise_base& promise, std::coroutine_handl
 struct promise_base : pooled_frame {
   std::coroutine_handle<> continuation_;
   std::atomic<await_state> state_{await_state::running};
+  /// This frame is a spawned task's own frame: it has no awaiter, its record takes the outcome.
+  bool spawned_ = false;
+  /// This frame runs as (or under) one operand of when_all/when_any: its siblings run on the same
+  /// executor, so it cannot move to another one alone (schedule_on refuses).
+  bool shares_executor_ = false;
   /// The stop token of the root that started this chain of tasks (spawn, when_any, sync_wait), or
   /// null when nobody can cancel it. Borrowed: the root outlives every task it awaits.
   const std::stop_token* stop_ = nullptr;
-  /// Set when this task was spawned: it has no awaiter, its record takes the outcome (root.hpp).
+  /// The spawned task this frame belongs to (its own record if spawned_, else inherited from the
+  /// awaiter), or null for a chain nobody spawned (sync_wait). Borrowed, like stop_. Ownership of the
+  /// whole chain moves with it when a frame hops executors (schedule_on).
   root_base* root_ = nullptr;
 
   struct final_awaiter {
@@ -52,7 +59,7 @@ struct promise_base : pooled_frame {
     template <class Promise>
     std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> self) const noexcept {
       promise_base& promise = self.promise();
-      if (promise.root_ != nullptr) {
+      if (promise.spawned_) {
         finish_spawned(*promise.root_, promise, self);
         return std::noop_coroutine();
       }
@@ -69,16 +76,36 @@ struct promise_base : pooled_frame {
   final_awaiter final_suspend() const noexcept { return {}; }
 
   bool stop_requested() const noexcept { return stop_ != nullptr && stop_->stop_requested(); }
+
+  /// A task started as the callee of `parent` runs for the same root and is cancelled with it
+  /// (a token already given to the child wins).
+  void inherit_chain(const promise_base* parent) noexcept {
+    if (parent == nullptr) {
+      return;
+    }
+    if (stop_ == nullptr) {
+      stop_ = parent->stop_;
+    }
+    root_ = parent->root_;
+    shares_executor_ = parent->shares_executor_;
+  }
 };
+
+/// The corio promise behind `handle`, or null for a foreign coroutine type.
+template <class Promise>
+promise_base* chain_of(std::coroutine_handle<Promise> handle) noexcept {
+  if constexpr (std::is_base_of_v<promise_base, Promise>) {
+    return &handle.promise();
+  } else {
+    return nullptr;
+  }
+}
 
 /// The cancellation token of the coroutine behind `handle`, if its promise carries one.
 template <class Promise>
 const std::stop_token* stop_token_of(std::coroutine_handle<Promise> handle) noexcept {
-  if constexpr (std::is_base_of_v<promise_base, Promise>) {
-    return handle.promise().stop_;
-  } else {
-    return nullptr;
-  }
+  const promise_base* promise = chain_of(handle);
+  return promise != nullptr ? promise->stop_ : nullptr;
 }
 
 /// Starts `child` as the callee of `parent` and reports whether `parent` must stay suspended.
@@ -86,9 +113,7 @@ template <class ChildPromise, class ParentPromise>
 bool start_child(std::coroutine_handle<ChildPromise> child, std::coroutine_handle<ParentPromise> parent) {
   promise_base& promise = child.promise();
   promise.continuation_ = parent;
-  if (promise.stop_ == nullptr) {
-    promise.stop_ = stop_token_of(parent);
-  }
+  promise.inherit_chain(chain_of(parent));
   child.resume();
   return promise.state_.exchange(await_state::awaiter_suspended, std::memory_order_acq_rel) != await_state::done;
 }

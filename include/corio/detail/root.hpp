@@ -12,18 +12,33 @@
 //   finishes, so a shutdown can find and destroy it). The record is counted in `refs` by the root side
 //   and the join_handle; the last of the two frees it. A shutdown destroys an unfinished frame,
 //   records corio::cancelled as the outcome and drops the root side's reference.
-// Join protocol (one atomic `phase`):
-//   running --joiner parks--> joiner_waiting --task finishes--> finished (the task wakes the joiner)
-//   running --task finishes--> finished (a later joiner does not suspend)
-//   The joiner stores itself before its acq_rel CAS; the finishing side's acq_rel exchange reads it.
+// Join protocol (one atomic `phase`; the joiner is at most one coroutine, the awaiter of the handle):
+//   running --joiner parks--> joiner_waiting --task ends--> waking --joiner scheduled--> finished
+//   running --task ends--> finished                    (a later joiner does not suspend)
+//   joiner_waiting --joiner cancelled or destroyed--> running   (it unregistered itself)
+//   "Task ends" is finish_spawned or, at shutdown, destroy_frame: both go through end_join(), so a
+//   waiting joiner is woken on every path (with corio::cancelled when the frame was destroyed).
+//   The joiner stores itself before its acq_rel CAS; the ending side's CAS reads it. `waking` covers
+//   the ending side's call into the joiner's executor: a joiner frame destroyed meanwhile (its loop
+//   is being destroyed) waits in its awaiter's destructor until `finished`, so that executor and
+//   frame stay valid during the call. A cancelled joiner stops waiting at once (it leaves the task
+//   running, asked to stop), so with_timeout around a join returns at its deadline.
+// Detach versus finish: `detached` and `phase` are a store-buffering pair (each side writes one and
+//   reads the other), so all four accesses are seq_cst: at least one side sees the other and reports
+//   an escaped exception; `failure_reported` makes it exactly one. The finishing side reports through
+//   its executor; a handle detached later reports through `sink_`, the executor's unhandled-exception
+//   sink that the finishing side kept (shared, so it is valid even after that executor is gone).
 // Cancellation: `stop` is the source every task in the chain observes (their promise's `stop_` points
 //   at `token`). join_handle::cancel() and shutdown request it; it is thread-safe. A root nothing can
 //   cancel (event_loop::spawn: no handle escapes, and the loop destroys frames directly) gets an empty
 //   source and a null `stop_`: no control block to allocate, no token to check at each yield.
+// Teardown order: `seq_` numbers roots in spawn order; an executor destroys the newest first, so a
+//   child parked on a primitive that lives in its parent's frame goes before that parent.
 #include <atomic>
 #include <coroutine>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <new>
 #include <stop_token>
 #include <utility>
@@ -37,7 +52,7 @@
 
 namespace corio::detail {
 
-enum class join_phase : std::uint8_t { running, joiner_waiting, finished };
+enum class join_phase : std::uint8_t { running, joiner_waiting, waking, finished };
 
 enum class cancellable : bool { no, yes };
 
@@ -60,6 +75,7 @@ struct root_base {
   root_base* prev_ = nullptr;
   root_base* next_ = nullptr;
   unsigned shard_ = 0;
+  std::uint64_t seq_ = 0;         // spawn order, for teardown (newest first)
   std::coroutine_handle<> self_;  // the task's frame, until it finishes or is destroyed
 
   // Join side.
@@ -72,6 +88,7 @@ struct root_base {
   std::stop_source stop;
   std::stop_token token = stop.get_token();
   std::exception_ptr failure_;  // the exception that escaped the task, kept for reporting
+  std::shared_ptr<const failure_sink> sink_;  // set by the finishing side if a handle may report later
 
   complete_fn complete_;
   destroy_fn destroy_;
@@ -83,6 +100,10 @@ struct root_base {
   /// corio::cancelled, and drops the root side's reference.
   void destroy_frame() noexcept;
 
+  /// The task ended (finished, or destroyed at shutdown): wakes the joiner, or reports an escaped
+  /// exception if the handle was already detached. `owner` is the executor the task ended on.
+  void end_join(executor* owner) noexcept;
+
   void release() noexcept {
     if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       destroy_(*this);
@@ -90,11 +111,15 @@ struct root_base {
   }
 };
 
+/// A process-wide increasing number for each new root (spawn order, for teardown). Thread-safe.
+std::uint64_t next_root_sequence() noexcept;
+
 /// Prints an exception nobody will handle to stderr (the default report). Defined in src/core/root.cpp.
 void print_unhandled_exception(std::exception_ptr failure) noexcept;
 
-/// Reports `failure` of a task whose handle was dropped, once per record. Defined in src/core/root.cpp.
-void report_unjoined_failure(root_base& root, std::exception_ptr failure, executor* owner) noexcept;
+/// Reports the failure of a task whose handle was dropped, once per record, through `owner` or else
+/// the sink the record kept. Defined in src/core/root.cpp.
+void report_unjoined_failure(root_base& root, executor* owner) noexcept;
 
 template <class T>
 struct join_state : root_base {
