@@ -1,12 +1,14 @@
 #pragma once
 // Everything in corio's public API, for users who prefer one include.
 #include <corio/async_mutex.hpp>
+#include <corio/cancellation.hpp>
 #include <corio/condition_variable.hpp>
 #include <corio/errors.hpp>
 #include <corio/event.hpp>
 #include <corio/event_loop.hpp>
 #include <corio/generator.hpp>
 #include <corio/join_handle.hpp>
+#include <corio/join_set.hpp>
 #include <corio/runtime.hpp>
 #include <corio/scope.hpp>
 #include <corio/semaphore.hpp>

@@ -1,7 +1,10 @@
 #pragma once
 // corio::spawn and corio::join_handle<T>: start a task on the current executor and join it later.
 #include <atomic>
+#include <concepts>
 #include <coroutine>
+#include <functional>
+#include <type_traits>
 #include <optional>
 #include <stdexcept>
 #include <stop_token>
@@ -187,6 +190,24 @@ class [[nodiscard]] join_handle {
 
 namespace detail {
 
+template <class T>
+struct is_task : std::false_type {};
+template <class T>
+struct is_task<task<T>> : std::true_type {};
+
+/// A callable that returns a corio::task when called with no arguments (a capturing lambda coroutine).
+template <class F>
+concept task_factory = !is_task<std::remove_cvref_t<F>>::value && std::invocable<std::decay_t<F>&> &&
+                       is_task<std::invoke_result_t<std::decay_t<F>&>>::value;
+
+/// Calls `make` from inside a coroutine frame that owns it, so the task it returns may keep referring
+/// to the callable (a lambda's captures) for as long as it runs: the classic dangling-closure pitfall
+/// of C++ coroutines, closed for every spawn that takes a callable (folly's co_invoke).
+template <class F>
+std::invoke_result_t<F&> invoke_keeping(F make) {
+  co_return co_await std::invoke(make);
+}
+
 /// Makes `body` a spawned root of `owner` (which queues it to start) and returns its handle.
 template <class T>
 join_handle<T> spawn_on(executor& owner, task<T> body, cancellable can_cancel = cancellable::yes) {
@@ -230,6 +251,15 @@ join_handle<T> spawn(task<T> body) {
     throw std::logic_error("corio::spawn: no event loop or runtime runs on this thread (use runtime::spawn)");
   }
   return detail::spawn_on(*owner, std::move(body));
+}
+
+/// Spawns the task that `make()` returns, keeping the callable (and a lambda's captures) alive inside
+/// the task for as long as it runs, so a capturing lambda coroutine is safe to spawn:
+///
+///     corio::spawn([conn = std::move(conn)]() -> corio::task<> { co_await serve(conn); });
+template <detail::task_factory F>
+auto spawn(F&& make) {
+  return spawn(detail::invoke_keeping(std::decay_t<F>(std::forward<F>(make))));
 }
 
 }  // namespace corio

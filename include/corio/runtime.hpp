@@ -1,15 +1,21 @@
 #pragma once
 // corio::runtime: a multi-thread, work-stealing runtime for coroutines, and spawn_blocking.
+#include <atomic>
 #include <coroutine>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
+#include <stop_token>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
 #include <corio/detail/blocking_pool.hpp>
+#include <corio/detail/coop_budget.hpp>
 #include <corio/detail/executor.hpp>
 #include <corio/detail/result_slot.hpp>
 #include <corio/errors.hpp>
@@ -80,6 +86,12 @@ class runtime {
     return detail::spawn_on(executor(), std::move(body));
   }
 
+  /// Spawns the task `make()` returns, keeping the callable (a capturing lambda) alive in the task.
+  template <detail::task_factory F>
+  auto spawn(F&& make) {
+    return spawn(detail::invoke_keeping(std::decay_t<F>(std::forward<F>(make))));
+  }
+
   /// Shuts the runtime down now (the steps above); idempotent. Throws std::logic_error if called from
   /// one of its own workers.
   void shutdown();
@@ -95,60 +107,177 @@ class runtime {
 
 namespace detail {
 
+// One spawn_blocking call, shared by its awaiter and its job on the blocking pool (two references;
+// the last to let go frees it), so either side may end first: a cancelled awaiter leaves the call
+// running, detached, and its result is discarded when it returns (tokio's semantics).
+// Phase (one atomic):
+//   running --awaiter parks--> waiting --call returns--> waking --awaiter scheduled--> done
+//   running --call returns--> done                 (the awaiter does not suspend)
+//   running|waiting --awaiter cancelled or destroyed--> abandoned   (the call's result is dropped)
+// Only the transition out of `waiting` schedules the awaiter, so it is resumed exactly once. `waking`
+// covers the job's call into the awaiter's executor: an awaiter destroyed meanwhile waits for `done`.
+// A stop callback that loses the race is waited for by ~stop_callback before the frame can go. CAS
+// operations are acq_rel; the result is written before the job's CAS, read after the awaiter's.
 template <class F>
-class blocking_awaiter {
+struct blocking_call {
+  using result_type = std::invoke_result_t<F&>;
+  enum phase_t : std::uint8_t { running, waiting, waking, done, abandoned };
+
+  explicit blocking_call(F f) : fn(std::move(f)) {}
+
+  F fn;
+  result_slot<result_type> result;
+  std::atomic<phase_t> phase{running};
+  std::atomic<int> refs{2};
+  executor* owner = nullptr;
+  std::coroutine_handle<> waiter;
+
+  void release() noexcept {
+    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      delete this;
+    }
+  }
+
+  // The job, on a blocking thread (or, dropped unrun, on the thread shutting the runtime down).
+  static void run(void* context, bool execute) noexcept {
+    auto& self = *static_cast<blocking_call*>(context);
+    if (!execute) {
+      self.result.set_exception(std::make_exception_ptr(cancelled()));
+    } else if (self.phase.load(std::memory_order_acquire) != abandoned) {
+      try {
+        if constexpr (std::is_void_v<result_type>) {
+          self.fn();
+        } else {
+          self.result.set_value(self.fn());
+        }
+      } catch (...) {
+        self.result.set_exception(std::current_exception());
+      }
+    }
+    phase_t before = self.phase.load(std::memory_order_acquire);
+    while (before == running || before == waiting) {
+      phase_t next = before == waiting ? waking : done;
+      if (self.phase.compare_exchange_weak(before, next, std::memory_order_acq_rel)) {
+        if (next == waking) {
+          self.owner->schedule(self.waiter);
+          self.phase.store(done, std::memory_order_release);
+        }
+        break;
+      }
+    }
+    self.release();
+  }
+
+  /// Moves `running` or `waiting` to `abandoned`; returns the phase it found.
+  phase_t abandon() noexcept {
+    phase_t before = phase.load(std::memory_order_acquire);
+    while ((before == running || before == waiting) &&
+           !phase.compare_exchange_weak(before, abandoned, std::memory_order_acq_rel)) {
+    }
+    return before;
+  }
+};
+
+template <class F>
+class [[nodiscard]] blocking_awaiter {
  public:
   using result_type = std::invoke_result_t<F&>;
 
-  explicit blocking_awaiter(F fn) : fn_(std::move(fn)) {}
-  blocking_awaiter(const blocking_awaiter&) = delete;
-  blocking_awaiter& operator=(const blocking_awaiter&) = delete;
+  explicit blocking_awaiter(F fn) : call_(new blocking_call<F>(std::move(fn))) {}
+  /// Movable until awaited (so it can be handed to with_timeout or when_any).
+  blocking_awaiter(blocking_awaiter&& other) noexcept : call_(std::exchange(other.call_, nullptr)) {}
+  blocking_awaiter& operator=(blocking_awaiter&&) = delete;
+  ~blocking_awaiter() {
+    if (call_ == nullptr) {
+      return;
+    }
+    if (!submitted_) {
+      delete call_;  // never awaited
+      return;
+    }
+    stop_callback_.reset();  // waits for a cancel() in flight
+    if (call_->abandon() == blocking_call<F>::waking) {
+      while (call_->phase.load(std::memory_order_acquire) == blocking_call<F>::waking) {
+        std::this_thread::yield();  // the job is scheduling us: keep frame and executor alive
+      }
+    }
+    call_->release();
+  }
 
-  bool await_ready() const noexcept { return false; }
-  void await_suspend(std::coroutine_handle<> self) {
+  bool await_ready() const {
+    if (call_ == nullptr) {
+      throw invalid_task("corio::spawn_blocking: awaiting a moved-from awaiter");
+    }
+    return false;
+  }
+
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> self) {
     blocking_pool* pool = current_blocking_pool();
     if (pool == nullptr) {
       throw std::logic_error("corio::spawn_blocking: not on a runtime worker thread");
     }
-    owner_ = current_executor;
-    waiter_ = self;
-    if (!pool->submit({this, &run})) {
+    const std::stop_token* stop = stop_token_of(self);
+    if (stop != nullptr && stop->stop_requested()) {
+      cancelled_ = true;
+      return yield_if_budget_spent(self);
+    }
+    call_->owner = current_executor;
+    call_->waiter = self;
+    if (!pool->submit({call_, &blocking_call<F>::run})) {
       throw runtime_stopped("corio::spawn_blocking: the runtime is shutting down");
     }
+    submitted_ = true;
+    if (stop != nullptr) {
+      stop_callback_.emplace(*stop, on_stop{this});  // may run at once: it then finds `running`
+    }
+    auto expected = blocking_call<F>::running;
+    if (call_->phase.compare_exchange_strong(expected, blocking_call<F>::waiting, std::memory_order_acq_rel)) {
+      return true;  // from here on the job or a cancellation may resume us: touch nothing
+    }
+    cancelled_ = expected == blocking_call<F>::abandoned;
+    return yield_if_budget_spent(self);  // returned already, or cancelled while submitting
   }
-  result_type await_resume() { return result_.take(); }
+
+  result_type await_resume() {
+    stop_callback_.reset();
+    if (cancelled_ || call_->phase.load(std::memory_order_acquire) == blocking_call<F>::abandoned) {
+      throw cancelled();
+    }
+    return call_->result.take();
+  }
 
  private:
-  static void run(void* context) noexcept {
-    auto& self = *static_cast<blocking_awaiter*>(context);
-    try {
-      if constexpr (std::is_void_v<result_type>) {
-        self.fn_();
-      } else {
-        self.result_.set_value(self.fn_());
+  struct on_stop {
+    blocking_awaiter* self;
+    void operator()() const noexcept {
+      blocking_call<F>& call = *self->call_;
+      if (call.abandon() == blocking_call<F>::waiting) {
+        call.owner->schedule(call.waiter);  // we took it out of `waiting`: nobody else will
       }
-    } catch (...) {
-      self.result_.set_exception(std::current_exception());
     }
-    self.owner_->schedule(self.waiter_);
-  }
+  };
 
-  F fn_;
-  result_slot<result_type> result_;
-  executor* owner_ = nullptr;
-  std::coroutine_handle<> waiter_;
+  blocking_call<F>* call_;
+  bool submitted_ = false;
+  bool cancelled_ = false;
+  std::optional<std::stop_callback<on_stop>> stop_callback_;
 };
 
 }  // namespace detail
 
 /// Runs `fn` on the runtime's blocking thread pool (bounded by options::max_blocking_threads) and
 /// completes with its result or exception; the awaiting task resumes on a worker. Use it for blocking
-/// system calls and long computations so they never stall a worker. The call itself cannot be
-/// cancelled once started. Throws std::logic_error when awaited outside a runtime worker.
+/// system calls and long computations so they never stall a worker. If the awaiting task is cancelled
+/// (join_handle::cancel, with_timeout, when_any), the await completes at once with corio::cancelled
+/// and the call, which cannot be interrupted, runs on detached: its result is discarded. The awaiter
+/// is movable until awaited. Throws std::logic_error when awaited outside a runtime worker, and
+/// corio::runtime_stopped during shutdown.
 ///
 ///     std::string text = co_await corio::spawn_blocking([] { return read_file("big.txt"); });
+///     co_await corio::with_timeout(50ms, corio::spawn_blocking(slow_call));   // returns after 50 ms
 template <class F>
-auto spawn_blocking(F fn) {
+[[nodiscard]] detail::blocking_awaiter<F> spawn_blocking(F fn) {
   return detail::blocking_awaiter<F>(std::move(fn));
 }
 

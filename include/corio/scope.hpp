@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include <corio/cancellation.hpp>
 #include <corio/detail/executor.hpp>
 #include <corio/errors.hpp>
 #include <corio/join_handle.hpp>
@@ -25,6 +26,8 @@ struct scope_state {
   std::mutex mutex;
   std::vector<join_handle<void>> children;  // guarded by mutex
   std::exception_ptr first_failure;         // guarded by mutex
+  bool failure_observed = false;            // guarded by mutex: join() rethrew it
+  bool abandoned = false;                   // guarded by mutex: the scope was destroyed unjoined
 
   void cancel_all() {
     std::lock_guard lock(mutex);
@@ -33,15 +36,46 @@ struct scope_state {
     }
   }
 
+  /// A child failed. The first failure cancels the siblings; if the scope is already gone, nobody
+  /// will join it, so it goes to the executor's unhandled-exception report instead of being lost.
   void record_failure(std::exception_ptr failure) {
+    bool report = false;
     {
       std::lock_guard lock(mutex);
       if (first_failure) {
         return;
       }
-      first_failure = std::move(failure);
+      first_failure = failure;
+      report = abandoned;
+    }
+    if (report) {
+      report_failure(failure);
     }
     cancel_all();
+  }
+
+  /// The scope is destroyed: cancel the children, and report a failure that join() never saw.
+  void abandon() {
+    std::exception_ptr unseen;
+    {
+      std::lock_guard lock(mutex);
+      abandoned = true;
+      if (first_failure && !failure_observed) {
+        unseen = first_failure;
+      }
+    }
+    if (unseen) {
+      report_failure(unseen);
+    }
+    cancel_all();
+  }
+
+  static void report_failure(std::exception_ptr failure) noexcept {
+    if (current_executor != nullptr) {
+      current_executor->report_unhandled(std::move(failure));
+    } else {
+      print_unhandled_exception(std::move(failure));
+    }
   }
 };
 
@@ -57,14 +91,6 @@ task<void> scope_child(std::shared_ptr<scope_state> state, task<T> body) {
   state->running.done();
 }
 
-/// A task whose awaits ignore the awaiter's cancellation (used to finish joining after a cancel).
-inline task<void> shielded(task<void> body) {
-  static const std::stop_token never_stops;
-  auto handle = body.release();
-  handle.promise().stop_ = &never_stops;
-  return task<void>{handle};
-}
-
 }  // namespace detail
 
 /// A nursery for child tasks: `spawn` starts children on the current executor, `co_await join()`
@@ -72,7 +98,10 @@ inline task<void> shielded(task<void> body) {
 /// siblings, and join() rethrows that failure once every child has stopped. If the task awaiting
 /// join() is cancelled, the children are cancelled and join() still waits for them to stop before it
 /// throws corio::cancelled, so no child outlives the join. Destroying a scope that was not joined
-/// cancels every child still running (like tokio's JoinSet on drop); they finish on their executor.
+/// cancels every child still running (like tokio's JoinSet on drop); they finish on their executor,
+/// and a child failure that join() never rethrew goes to the executor's unhandled-exception report
+/// (a runtime's hook, an event_loop's run()) instead of being lost. spawn() also takes a callable
+/// returning a task, kept alive inside the child (safe for capturing lambdas).
 /// spawn/join/cancel are thread-safe.
 ///
 ///     corio::task_scope scope;
@@ -83,7 +112,7 @@ class task_scope {
   task_scope() = default;
   task_scope(const task_scope&) = delete;
   task_scope& operator=(const task_scope&) = delete;
-  ~task_scope() { state_->cancel_all(); }
+  ~task_scope() { state_->abandon(); }
 
   /// Starts `body` as a child on the executor running the caller. Throws std::logic_error outside an
   /// event loop or runtime, corio::invalid_task for an empty task.
@@ -107,6 +136,12 @@ class task_scope {
     }
   }
 
+  /// Spawns the task `make()` returns, keeping the callable alive inside the child.
+  template <detail::task_factory F>
+  void spawn(F&& make) {
+    spawn(detail::invoke_keeping(std::decay_t<F>(std::forward<F>(make))));
+  }
+
   /// Waits until every child has finished; rethrows the first failure.
   task<void> join() {
     std::shared_ptr<detail::scope_state> state = state_;
@@ -118,11 +153,12 @@ class task_scope {
     }
     if (cancelled_while_joining) {
       state->cancel_all();
-      co_await detail::shielded(wait_for(state));
+      co_await shield(wait_for(state));
       throw cancelled();
     }
     std::lock_guard lock(state->mutex);
     if (state->first_failure) {
+      state->failure_observed = true;
       std::rethrow_exception(state->first_failure);
     }
   }

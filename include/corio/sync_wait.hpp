@@ -4,9 +4,11 @@
 #include <coroutine>
 #include <exception>
 #include <mutex>
+#include <stdexcept>
 #include <utility>
 
 #include <corio/detail/awaitable_traits.hpp>
+#include <corio/detail/executor.hpp>
 #include <corio/detail/frame_pool.hpp>
 #include <corio/detail/result_slot.hpp>
 
@@ -118,12 +120,15 @@ sync_wait_driver<await_result_t<A>> make_sync_wait_driver(A&& awaitable) {
 
 /// Runs `awaitable` on the calling thread until it first suspends, then blocks the thread until it
 /// completes (possibly on another thread) and returns its result or rethrows its exception.
-/// Must not be called from a thread that the awaitable needs in order to complete (for example the
-/// thread of the event loop it waits on): that deadlocks, as blocking a loop thread always does.
+/// Throws std::logic_error when called on a thread that runs an event loop or a runtime worker:
+/// blocking it would deadlock a one-worker runtime and silently stall any other (co_await instead).
 ///
 ///     int v = corio::sync_wait(compute());   // compute() returns corio::task<int>
 template <class A>
 detail::await_result_t<A> sync_wait(A&& awaitable) {
+  if (detail::current_executor != nullptr) {
+    throw std::logic_error("corio::sync_wait: called on an event loop or runtime worker thread (co_await instead)");
+  }
   return detail::make_sync_wait_driver(std::forward<A>(awaitable)).run();
 }
 

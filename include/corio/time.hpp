@@ -103,13 +103,13 @@ struct sleep_until_awaitable {
 /// when awaited on a thread that runs no event loop or runtime.
 ///
 ///     co_await corio::sleep_until(corio::clock::now() + 50ms);
-inline detail::sleep_until_awaitable sleep_until(clock::time_point deadline) noexcept { return {deadline}; }
+[[nodiscard]] inline detail::sleep_until_awaitable sleep_until(clock::time_point deadline) noexcept { return {deadline}; }
 
 /// Suspends the awaiting coroutine for `duration`; see sleep_until.
 ///
 ///     co_await corio::sleep_for(std::chrono::milliseconds(10));
 template <class Rep, class Period>
-detail::sleep_until_awaitable sleep_for(std::chrono::duration<Rep, Period> duration) noexcept {
+[[nodiscard]] detail::sleep_until_awaitable sleep_for(std::chrono::duration<Rep, Period> duration) noexcept {
   return {clock::now() + std::chrono::duration_cast<clock::duration>(duration)};
 }
 

@@ -32,6 +32,6 @@ struct yield_awaiter {
 /// (an event loop's, or its runtime worker's local queue, where other workers may steal it), letting
 /// everything already runnable go first. On a thread with no executor it continues at once. It is a
 /// cancellation point: if the task's cancellation was requested it throws corio::cancelled.
-inline detail::yield_awaiter yield() noexcept { return {}; }
+[[nodiscard]] inline detail::yield_awaiter yield() noexcept { return {}; }
 
 }  // namespace corio

@@ -3,6 +3,8 @@
 
 #include <array>
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <new>
 #include <vector>
@@ -168,7 +170,20 @@ struct pool_owner {
   }
 };
 
+// CORIO_FRAME_POOL=off (read once, at the first frame) hands every frame to ::operator new/delete, so
+// a user's AddressSanitizer or valgrind sees each frame's lifetime even against a release build.
+bool pool_switched_off() noexcept {
+  static const bool off = [] {
+    const char* setting = std::getenv("CORIO_FRAME_POOL");
+    return setting != nullptr && (std::strcmp(setting, "off") == 0 || std::strcmp(setting, "0") == 0);
+  }();
+  return off;
+}
+
 thread_pool* pool_for_this_thread() {
+  if (pool_switched_off()) {
+    return nullptr;
+  }
   if (current_pool == nullptr && !pool_torn_down) {
     thread_local pool_owner owner;
   }

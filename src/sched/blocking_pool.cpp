@@ -42,7 +42,7 @@ void blocking_pool::thread_main() {
       job work = jobs_.front();
       jobs_.pop_front();
       lock.unlock();
-      work.run(work.context);
+      work.run(work.context, true);
       lock.lock();
       continue;
     }
@@ -62,13 +62,17 @@ void blocking_pool::thread_main() {
 
 void blocking_pool::shutdown() noexcept {
   std::vector<std::thread> threads;
+  std::deque<job> dropped;
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
-    jobs_.clear();
+    dropped.swap(jobs_);
     threads.swap(threads_);
   }
   work_ready_.notify_all();
+  for (const job& work : dropped) {
+    work.run(work.context, false);
+  }
   for (std::thread& thread : threads) {
     thread.join();
   }

@@ -2,6 +2,7 @@
 #include <corio/detail/parker.hpp>
 #include <corio/detail/post_queue.hpp>
 
+#include <algorithm>
 #include <vector>
 
 namespace corio::detail {
@@ -190,15 +191,41 @@ void post_queue::adopt_incoming() noexcept {
   }
 }
 
+// Fairness between producers: each round first gives every channel an equal share of the budget,
+// starting one channel further along the list each round, and only then lets channels with more
+// queued use what the others left. So a producer that keeps thousands of records queued cannot starve
+// the rest (cross-thread wake-ups of coroutines among them), and each producer's order is kept.
 std::size_t post_queue::drain(std::size_t budget) {
   adopt_incoming();
+  std::size_t channels = 0;
+  for (post_channel* channel = channels_; channel != nullptr; channel = channel->next_) {
+    ++channels;
+  }
+  if (channels == 0) {
+    return 0;
+  }
+  std::size_t first = rotation_++ % channels;
+  std::size_t share = budget / channels > 0 ? budget / channels : 1;
   std::size_t ran = 0;
   bool saw_idle_orphan = false;
-  for (post_channel* channel = channels_; channel != nullptr && ran < budget; channel = channel->next_) {
-    std::size_t count = channel->drain(budget - ran);
+  auto visit_rotated = [&](auto visit) {
+    post_channel* start = channels_;
+    for (std::size_t i = 0; i < first; ++i) {
+      start = start->next_;
+    }
+    for (post_channel* channel = start; channel != nullptr && ran < budget; channel = channel->next_) {
+      visit(*channel);
+    }
+    for (post_channel* channel = channels_; channel != start && ran < budget; channel = channel->next_) {
+      visit(*channel);
+    }
+  };
+  visit_rotated([&](post_channel& channel) {
+    std::size_t count = channel.drain(std::min(share, budget - ran));
     ran += count;
-    saw_idle_orphan |= count == 0 && channel->producer_gone();
-  }
+    saw_idle_orphan |= count == 0 && channel.producer_gone();
+  });
+  visit_rotated([&](post_channel& channel) { ran += channel.drain(budget - ran); });
   if (saw_idle_orphan) {
     free_abandoned_channels();
   }

@@ -5,9 +5,11 @@
 // Design note.
 // Invariants: at most `max_threads` threads exist; a thread is started only when a job arrives and no
 //   thread is idle; an idle thread exits after `keep_alive`. Jobs run in FIFO order.
-// A job is two words (context, function) that live in the submitting awaiter's frame: no allocation.
+// A job is two words (context, function); the function is told whether to run the call or only to
+// finish it unrun (a job dropped at shutdown), so whoever owns the context can always free it.
 // Threads: submit() from any thread; shutdown() from the thread destroying the runtime.
-// Shutdown: 1. refuse new jobs; 2. drop the jobs not yet started (their frames are destroyed by the
+// Shutdown: 1. refuse new jobs; 2. finish the jobs not yet started without running them (their
+//   awaiters, if still alive, complete with corio::cancelled; their frames are destroyed by the
 //   runtime's shutdown, which runs after this); 3. wait for running jobs to return; 4. join threads.
 //   A job that never returns makes shutdown wait forever, as in tokio.
 #include <chrono>
@@ -24,7 +26,8 @@ class blocking_pool {
  public:
   struct job {
     void* context;
-    void (*run)(void* context) noexcept;
+    /// `execute` false: the job was dropped unrun (shutdown) and must only release what it holds.
+    void (*run)(void* context, bool execute) noexcept;
   };
 
   blocking_pool(std::size_t max_threads, std::chrono::milliseconds keep_alive);

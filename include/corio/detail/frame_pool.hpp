@@ -15,6 +15,9 @@
 //    and returns nothing to the system before exit (an allocator's cache, like tcmalloc's).
 //  - Frames larger than max_pooled_bytes go straight to ::operator new/delete.
 //  - After a thread's pool is torn down (thread exit), frees on that thread go to ::operator delete.
+//  - With the environment variable CORIO_FRAME_POOL=off (read once, at the first frame), every frame
+//    goes to ::operator new/delete: for ASan or valgrind users, whose tools cannot see a pooled
+//    frame's use after free.
 // Threads: the lists are thread-local (no atomics); only the depot is shared, behind its mutexes.
 #include <cstddef>
 #include <cstdint>

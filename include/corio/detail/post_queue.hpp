@@ -8,7 +8,8 @@
 // A channel is a linked list of 16 KiB segments holding variable-size records: an operation pointer
 // that runs and destroys the functor, then the functor itself, 8-byte aligned. A pointer-sized lambda
 // takes 16 bytes, four to a cache line, which keeps the memory a backlog touches small. The consumer
-// drains every channel in turn.
+// drains every channel in turn, each with an equal share of the round's budget first, starting one
+// channel further along each round (so no producer can starve another).
 // Per-producer FIFO follows from each channel being FIFO; nothing orders different producers
 // (evpp's contract too).
 //
@@ -218,7 +219,9 @@ class post_queue {
 
   /// Any thread: refuse further pushes.
   void close() noexcept { closed_.store(true, std::memory_order_seq_cst); }
-  bool closed() const noexcept { return closed_.load(std::memory_order_relaxed); }
+  /// Seq_cst: the loop reads this after prepare_park() (a store-buffering pair with close() then
+  /// unpark_if_parked() in stop()), so on any CPU either the loop sees the close or stop() sees it parked.
+  bool closed() const noexcept { return closed_.load(std::memory_order_seq_cst); }
 
   /// Loop thread: runs up to `budget` functors over all channels; returns how many ran.
   std::size_t drain(std::size_t budget);
@@ -239,6 +242,7 @@ class post_queue {
   std::atomic<bool> closed_{false};
   std::atomic<post_channel*> incoming_{nullptr};
   post_channel* channels_ = nullptr;  // consumer-private list
+  std::size_t rotation_ = 0;          // consumer-private: which channel a round serves first
 };
 
 }  // namespace corio::detail

@@ -1,0 +1,74 @@
+#pragma once
+// Asking whether the current task was cancelled, shielding cleanup from cancellation, and bridging a
+// std::stop_token the caller already has.
+#include <optional>
+#include <stop_token>
+#include <utility>
+
+#include <corio/task.hpp>
+#include <corio/when_any.hpp>
+
+namespace corio {
+namespace detail {
+
+struct cancellation_query {
+  bool requested_ = false;
+  bool await_ready() const noexcept { return false; }
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> self) noexcept {
+    const std::stop_token* stop = stop_token_of(self);
+    requested_ = stop != nullptr && stop->stop_requested();
+    return false;
+  }
+  bool await_resume() const noexcept { return requested_; }
+};
+
+inline const std::stop_token never_stops{};
+
+}  // namespace detail
+
+/// `co_await corio::cancellation_requested()` is true once the calling task's cancellation was
+/// requested. It never suspends and never throws (it is not a cancellation point), so a long
+/// computation between awaits can poll it and stop early. Loop-local; any executor or thread.
+///
+///     while (!co_await corio::cancellation_requested()) { crunch_a_little(); co_await corio::yield(); }
+[[nodiscard]] inline detail::cancellation_query cancellation_requested() noexcept { return {}; }
+
+/// Runs `body` so that the awaiting task's cancellation does not reach it: its awaits complete
+/// normally even after the task was cancelled (Kotlin's withContext(NonCancellable)). For cleanup that
+/// must finish: flushing, releasing a remote lock, a goodbye message. The awaiting task sees its
+/// cancellation again at its next suspension point after the shielded part. Keep shielded work short:
+/// a runtime's shutdown destroys it after the grace period like anything else.
+///
+///     catch (const corio::cancelled&) { co_await corio::shield(say_goodbye(conn)); throw; }
+template <class T>
+task<T> shield(task<T> body) {
+  if (!body.valid()) {
+    throw invalid_task("corio::shield: empty or finished task");
+  }
+  auto handle = body.release();
+  handle.promise().stop_ = &detail::never_stops;
+  return task<T>{handle};
+}
+
+/// Runs `body` so that it is cancelled when either `token` (a std::stop_token the caller already has,
+/// say from a std::jthread) or the awaiting task's own cancellation is requested.
+///
+///     std::jthread t([&](std::stop_token st) { corio::sync_wait(corio::with_stop_token(st, serve())); });
+template <class T>
+task<T> with_stop_token(std::stop_token token, task<T> body) {
+  if (!body.valid()) {
+    throw invalid_task("corio::with_stop_token: empty or finished task");
+  }
+  detail::race_cancellation cancellation(co_await detail::current_stop_token{});
+  struct request {
+    std::stop_source* source;
+    void operator()() const noexcept { source->request_stop(); }
+  };
+  std::stop_callback<request> bridge(std::move(token), request{&cancellation.source()});
+  auto handle = body.release();
+  handle.promise().stop_ = cancellation.token();
+  co_return co_await task<T>{handle};
+}
+
+}  // namespace corio
