@@ -5,6 +5,7 @@
 #include <stop_token>
 #include <utility>
 
+#include <corio/detail/awaitable_traits.hpp>
 #include <corio/task.hpp>
 #include <corio/when_any.hpp>
 
@@ -25,6 +26,11 @@ struct cancellation_query {
 
 inline const std::stop_token never_stops{};
 
+template <class Awaitable>
+task<await_result_t<Awaitable>> as_task(Awaitable awaitable) {
+  co_return co_await std::move(awaitable);
+}
+
 }  // namespace detail
 
 /// `co_await corio::cancellation_requested()` is true once the calling task's cancellation was
@@ -40,7 +46,9 @@ inline const std::stop_token never_stops{};
 /// cancellation again at its next suspension point after the shielded part. Keep shielded work short:
 /// a runtime's shutdown destroys it after the grace period like anything else.
 ///
-///     catch (const corio::cancelled&) { co_await corio::shield(say_goodbye(conn)); throw; }
+///     bool stopped = false;
+///     try { co_await serve(conn); } catch (const corio::cancelled&) { stopped = true; }
+///     if (stopped) { co_await corio::shield(say_goodbye(conn)); throw corio::cancelled(); }
 template <class T>
 task<T> shield(task<T> body) {
   if (!body.valid()) {
@@ -49,6 +57,13 @@ task<T> shield(task<T> body) {
   auto handle = body.release();
   handle.promise().stop_ = &detail::never_stops;
   return task<T>{handle};
+}
+
+/// The same for any other awaitable (a sync primitive's wait, a sleep, a join): it runs inside a
+/// shielded task.
+template <class Awaitable>
+task<detail::await_result_t<Awaitable>> shield(Awaitable awaitable) {
+  return shield(detail::as_task(std::move(awaitable)));
 }
 
 /// Runs `body` so that it is cancelled when either `token` (a std::stop_token the caller already has,

@@ -112,7 +112,7 @@ class join_set {
       co_return std::nullopt;
     }
     co_await state_->finished.acquire();
-    result_slot<T> outcome;
+    detail::result_slot<T> outcome;
     {
       std::lock_guard lock(state_->mutex);
       outcome = std::move(state_->outcomes.front());

@@ -261,6 +261,8 @@ void deallocate_frame(void* frame, std::size_t bytes) noexcept {
   }
 }
 
+bool frame_pool_enabled() noexcept { return !pool_switched_off(); }
+
 frame_pool_stats current_frame_pool_stats() noexcept {
   thread_pool* pool = pool_for_this_thread();
   return pool != nullptr ? pool->stats : frame_pool_stats{};

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -91,6 +93,27 @@ TEST(frame_pool, frame_freed_on_another_thread_is_safe) {
   other.join();
   void* again = corio::detail::allocate_frame(100);
   corio::detail::deallocate_frame(again, 100);
+}
+
+}  // namespace
+
+namespace {
+
+// ctest runs this once as is and once with CORIO_FRAME_POOL=off (test frame_pool_switched_off).
+TEST(frame_pool_switch, the_environment_variable_decides_whether_frames_are_pooled) {
+  const char* setting = std::getenv("CORIO_FRAME_POOL");
+  bool off = setting != nullptr && (std::string(setting) == "off" || std::string(setting) == "0");
+  EXPECT_EQ(corio::detail::frame_pool_enabled(), !off);
+  auto before = corio::detail::current_frame_pool_stats();
+  for (int i = 0; i < 1000; ++i) {
+    corio::sync_wait(small_task(i));
+  }
+  auto after = corio::detail::current_frame_pool_stats();
+  if (off) {
+    EXPECT_EQ(after.pooled_allocations, 0u);  // every frame went to ::operator new
+  } else {
+    EXPECT_GE(after.pooled_allocations - before.pooled_allocations, 1000u);
+  }
 }
 
 }  // namespace

@@ -131,3 +131,31 @@ TEST(post, producer_thread_outliving_the_loop_is_safe) {
 }
 
 }  // namespace
+
+namespace {
+
+// A producer with a deep backlog must not starve another producer: each round gives every channel a
+// share first. Before the fix the flooding channel, first in the list, took every round's whole budget
+// and the other producer's functor waited for ~100 rounds.
+TEST(post, a_producer_with_a_deep_backlog_does_not_starve_another) {
+  corio::event_loop loop;
+  std::atomic<int> flood_ran{0};
+  int flood_ran_when_other_ran = -1;
+  std::thread other_registers([&] { loop.post([] {}); });  // registered first: drained after the flood
+  other_registers.join();
+  loop.run_until_idle();
+  std::thread flooder([&] {
+    for (int i = 0; i < 100'000; ++i) {
+      loop.post([&] { flood_ran.fetch_add(1, std::memory_order_relaxed); });
+    }
+  });
+  flooder.join();
+  std::thread other([&] { loop.post([&] { flood_ran_when_other_ran = flood_ran.load(); }); });
+  other.join();
+  loop.run_until_idle();
+  EXPECT_EQ(flood_ran.load(), 100'000);
+  ASSERT_GE(flood_ran_when_other_ran, 0);
+  EXPECT_LT(flood_ran_when_other_ran, 4096);  // within the first rounds, not after the whole backlog
+}
+
+}  // namespace

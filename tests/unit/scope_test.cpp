@@ -1,3 +1,4 @@
+#include <corio/cancellation.hpp>
 #include <corio/runtime.hpp>
 #include <corio/scope.hpp>
 #include <corio/task.hpp>
@@ -8,7 +9,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <stdexcept>
+#include <thread>
 
 #include "support/lifetime.hpp"
 
@@ -136,6 +139,54 @@ TEST(task_scope, join_with_no_children_completes_at_once) {
     co_await scope.join();
   };
   EXPECT_NO_THROW(rt.block_on(parent()));
+}
+
+}  // namespace
+
+namespace {
+
+TEST(task_scope, a_failure_in_a_scope_destroyed_without_join_reaches_the_runtime_hook) {
+  std::atomic<int> reported{0};
+  corio::runtime rt(corio::runtime::options{
+      .workers = 2, .max_blocking_threads = 4, .on_unhandled_exception = [&](std::exception_ptr) { ++reported; }});
+  rt.block_on([]() -> corio::task<void> {
+    corio::task_scope scope;
+    scope.spawn([]() -> corio::task<void> {
+      co_await corio::yield();
+      throw std::runtime_error("nobody joins me");
+    });
+    co_await corio::sleep_for(20ms);  // the child fails while the scope is alive; no join follows
+  }());
+  rt.block_on([]() -> corio::task<void> {
+    corio::task_scope scope;
+    scope.spawn([]() -> corio::task<void> {
+      co_await corio::shield(corio::sleep_for(20ms));  // the scope's end cancels, the shield ignores it
+      throw std::runtime_error("fails after the scope is gone");
+    });
+    co_return;
+  }());
+  for (int i = 0; i < 500 && reported.load() < 2; ++i) {
+    std::this_thread::sleep_for(2ms);
+  }
+  EXPECT_EQ(reported.load(), 2);
+}
+
+TEST(task_scope, spawn_keeps_a_capturing_lambda_alive_until_its_task_ends) {
+  corio::runtime rt(two_workers());
+  int total = rt.block_on([]() -> corio::task<int> {
+    corio::task_scope scope;
+    std::atomic<int> sum{0};
+    for (int i = 1; i <= 4; ++i) {
+      auto big = std::make_shared<int>(i);
+      scope.spawn([big, &sum]() -> corio::task<void> {  // the closure is a temporary here
+        co_await corio::sleep_for(5ms);
+        sum.fetch_add(*big);
+      });
+    }
+    co_await scope.join();
+    co_return sum.load();
+  }());
+  EXPECT_EQ(total, 10);
 }
 
 }  // namespace

@@ -36,6 +36,8 @@ struct frame_pool_stats {
 void* allocate_frame(std::size_t bytes);
 void deallocate_frame(void* frame, std::size_t bytes) noexcept;
 frame_pool_stats current_frame_pool_stats() noexcept;
+/// False when CORIO_FRAME_POOL=off (or 0) switched pooling off for this process.
+bool frame_pool_enabled() noexcept;
 
 /// Mixin giving a promise type pooled frame allocation.
 struct pooled_frame {

@@ -1,0 +1,91 @@
+#include <corio/join_set.hpp>
+#include <corio/runtime.hpp>
+#include <corio/task.hpp>
+#include <corio/time.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+corio::runtime::options two_workers() { return {.workers = 2, .max_blocking_threads = 4}; }
+
+corio::task<int> after(std::chrono::milliseconds delay, int value) {
+  co_await corio::sleep_for(delay);
+  co_return value;
+}
+
+TEST(join_set, next_yields_results_in_completion_order_then_nullopt) {
+  corio::runtime rt(two_workers());
+  auto order = rt.block_on([]() -> corio::task<std::vector<int>> {
+    corio::join_set<int> set;
+    set.spawn(after(60ms, 3));
+    set.spawn(after(1ms, 1));
+    set.spawn(after(30ms, 2));
+    EXPECT_EQ(set.size(), 3u);
+    std::vector<int> seen;
+    while (auto value = co_await set.next()) {
+      seen.push_back(*value);
+    }
+    EXPECT_TRUE(set.empty());
+    co_return seen;
+  }());
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+}
+
+TEST(join_set, next_rethrows_a_tasks_exception_and_goes_on) {
+  corio::runtime rt(two_workers());
+  int after_failure = rt.block_on([]() -> corio::task<int> {
+    corio::join_set<int> set;
+    set.spawn([]() -> corio::task<int> {
+      co_await corio::sleep_for(1ms);
+      throw std::domain_error("bad");
+    });
+    set.spawn(after(40ms, 5));
+    EXPECT_THROW(co_await set.next(), std::domain_error);
+    auto value = co_await set.next();
+    co_return value.value_or(-1);
+  }());
+  EXPECT_EQ(after_failure, 5);
+}
+
+TEST(join_set, destroying_the_set_cancels_what_still_runs) {
+  corio::runtime rt(two_workers());
+  auto stopped = std::make_shared<std::atomic<int>>(0);
+  rt.block_on([](std::shared_ptr<std::atomic<int>> count) -> corio::task<void> {
+    {
+      corio::join_set<void> set;
+      for (int i = 0; i < 4; ++i) {
+        set.spawn([count]() -> corio::task<void> {
+          try {
+            co_await corio::sleep_for(10s);
+          } catch (const corio::cancelled&) {
+            count->fetch_add(1);
+            throw;
+          }
+        });
+      }
+      co_await corio::sleep_for(5ms);
+    }
+    co_await corio::sleep_for(50ms);
+  }(stopped));
+  EXPECT_EQ(stopped->load(), 4);
+}
+
+TEST(join_set, next_on_an_empty_set_returns_nullopt_at_once) {
+  corio::runtime rt(two_workers());
+  bool empty = rt.block_on([]() -> corio::task<bool> {
+    corio::join_set<int> set;
+    co_return !(co_await set.next()).has_value();
+  }());
+  EXPECT_TRUE(empty);
+}
+
+}  // namespace

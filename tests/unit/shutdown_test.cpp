@@ -1,0 +1,254 @@
+// Regression tests for runtime shutdown and cross-executor lifetimes (issue 6): each of these hung,
+// leaked, lost a grant or touched freed memory before its fix.
+#include <corio/async_mutex.hpp>
+#include <corio/cancellation.hpp>
+#include <corio/event.hpp>
+#include <corio/event_loop.hpp>
+#include <corio/join_handle.hpp>
+#include <corio/runtime.hpp>
+#include <corio/task.hpp>
+#include <corio/time.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+#include <type_traits>
+
+#include "support/loops.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+corio::runtime::options workers(std::size_t n) { return {.workers = n, .max_blocking_threads = 4}; }
+
+template <class F>
+std::chrono::milliseconds time_of(F f) {
+  auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+}
+
+corio::task<void> sleep_forever_swallowing_everything(std::atomic<int>* swallowed) {
+  for (;;) {
+    try {
+      co_await corio::sleep_for(10ms);
+    } catch (...) {
+      swallowed->fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+}
+
+TEST(shutdown, cancelled_is_not_a_std_exception) {
+  static_assert(!std::is_base_of_v<std::exception, corio::cancelled>);
+  corio::runtime rt(workers(1));
+  bool caught_by_std_exception = false;
+  auto body = [](bool* caught) -> corio::task<void> {
+    try {
+      co_await corio::sleep_for(10s);
+    } catch (const std::exception&) {
+      *caught = true;
+    }
+  };
+  auto h = rt.spawn(body(&caught_by_std_exception));
+  h.cancel();
+  EXPECT_THROW(corio::sync_wait(std::move(h)), corio::cancelled);
+  EXPECT_FALSE(caught_by_std_exception);
+}
+
+TEST(shutdown, a_task_that_swallows_cancellation_cannot_hold_the_destructor_past_its_grace) {
+  std::atomic<int> swallowed{0};
+  auto rt = std::make_unique<corio::runtime>(workers(2));
+  rt->spawn(sleep_forever_swallowing_everything(&swallowed)).detach();
+  rt->spawn(sleep_forever_swallowing_everything(&swallowed)).detach();
+  std::this_thread::sleep_for(30ms);
+  auto took = time_of([&] { rt.reset(); });
+  EXPECT_LT(took, 5s);  // the grace period is 1 s; before the fix this never returned
+  EXPECT_GT(swallowed.load(), 0);
+}
+
+corio::task<int> swallowing_task() {
+  std::atomic<int> ignored{0};
+  co_await sleep_forever_swallowing_everything(&ignored);
+  co_return 0;
+}
+
+TEST(shutdown, with_timeout_around_a_join_returns_at_its_deadline_even_if_the_task_ignores_cancel) {
+  corio::runtime rt(workers(2));
+  auto took = time_of([&] {
+    EXPECT_THROW(rt.block_on([]() -> corio::task<void> {
+                   auto h = corio::spawn(swallowing_task());
+                   co_await corio::with_timeout(50ms, std::move(h));
+                 }()),
+                 corio::timed_out);
+  });
+  EXPECT_LT(took, 3s);
+}
+
+corio::task<void> wait_shielded(corio::event* gate) { co_await corio::shield(gate->wait()); }
+
+TEST(shutdown, block_on_is_woken_with_cancelled_when_shutdown_destroys_its_task) {
+  corio::event never;
+  auto rt = std::make_unique<corio::runtime>(workers(1));
+  auto joined = std::async(std::launch::async, [&] { rt->block_on(wait_shielded(&never)); });
+  std::this_thread::sleep_for(30ms);
+  std::thread shutter([&] { rt->shutdown(); });
+  EXPECT_EQ(joined.wait_for(10s), std::future_status::ready);  // it hung forever before the fix
+  EXPECT_THROW(joined.get(), corio::cancelled);
+  shutter.join();
+}
+
+corio::task<void> wait_on(corio::event* gate) { co_await corio::shield(gate->wait()); }
+
+corio::task<void> parent_with_event_in_frame(corio::runtime* rt, std::atomic<int>* spawned) {
+  corio::event in_my_frame;
+  // Children spawned from a foreign thread land in another registry shard than this parent.
+  std::thread spawner([&] {
+    for (int i = 0; i < 8; ++i) {
+      rt->spawn(wait_on(&in_my_frame)).detach();
+    }
+    spawned->store(8);
+  });
+  spawner.join();
+  co_await corio::shield(in_my_frame.wait());
+}
+
+TEST(shutdown, children_parked_on_a_primitive_in_their_parents_frame_are_destroyed_first) {
+  std::atomic<int> spawned{0};
+  auto rt = std::make_unique<corio::runtime>(workers(2));
+  rt->spawn(parent_with_event_in_frame(rt.get(), &spawned)).detach();
+  while (spawned.load() != 8) {
+    std::this_thread::sleep_for(1ms);
+  }
+  std::this_thread::sleep_for(20ms);
+  rt.reset();  // under ASan, destroying the parent first was a use-after-free in the children's unlink
+}
+
+corio::task<void> lock_forever(corio::async_mutex* mutex, std::atomic<long>* rounds) {
+  for (;;) {
+    co_await mutex->lock_unguarded();  // granted at once: every 128th grant yields while holding it
+    mutex->unlock();
+    rounds->fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+TEST(shutdown, a_grant_held_by_a_budget_yield_is_given_back_when_the_frame_is_destroyed) {
+  corio::async_mutex mutex;
+  std::atomic<long> rounds{0};
+  {
+    corio::runtime rt(workers(1));
+    rt.spawn(corio::shield(lock_forever(&mutex, &rounds))).detach();
+    while (rounds.load() < 1000) {
+      std::this_thread::yield();
+    }
+  }  // the grace period runs out while the task is queued holding the lock
+  EXPECT_TRUE(mutex.try_lock());  // stayed locked forever before the fix
+}
+
+corio::task<int> hop_and_sleep(corio::event_loop* loop, std::atomic<bool>* hopped) {
+  co_await corio::schedule_on(*loop);
+  hopped->store(true);
+  co_await corio::sleep_for(50ms);
+  co_return 7;
+}
+
+TEST(shutdown, a_task_that_hopped_to_a_loop_survives_its_runtime) {
+  corio::test::loop_thread away;
+  std::atomic<bool> hopped{false};
+  corio::join_handle<int> h;
+  {
+    corio::runtime rt(workers(1));
+    h = rt.spawn(hop_and_sleep(&away.loop, &hopped));
+    while (!hopped.load()) {
+      std::this_thread::yield();
+    }
+  }  // the runtime no longer owns the frame: it must not destroy it (it sleeps on the loop)
+  EXPECT_EQ(corio::sync_wait(std::move(h)), 7);
+}
+
+TEST(shutdown, a_task_that_hopped_to_a_loop_is_destroyed_with_the_loop_and_its_joiner_sees_cancelled) {
+  std::atomic<bool> hopped{false};
+  corio::runtime rt(workers(1));
+  auto away = std::make_unique<corio::test::loop_thread>();
+  auto joined = std::async(std::launch::async, [&] {
+    rt.block_on([](corio::event_loop* loop, std::atomic<bool>* flag) -> corio::task<void> {
+      co_await corio::shield(hop_and_sleep(loop, flag));  // shielded: only the loop's end stops it
+      co_await corio::sleep_for(10s);
+    }(&away->loop, &hopped));
+  });
+  while (!hopped.load()) {
+    std::this_thread::yield();
+  }
+  away.reset();  // the loop owns the chain now: destroying it destroys the frame and wakes the joiner
+  EXPECT_EQ(joined.wait_for(10s), std::future_status::ready);
+  EXPECT_THROW(joined.get(), corio::cancelled);
+}
+
+corio::task<int> wait_then_answer(corio::event* gate) {
+  co_await gate->wait();
+  co_return 42;
+}
+
+corio::task<void> join_it(corio::join_handle<int> h) { (void)co_await std::move(h); }
+
+TEST(shutdown, a_joiner_destroyed_with_its_loop_is_unregistered_from_the_task_it_joins) {
+  corio::event gate;
+  corio::runtime rt(workers(1));
+  auto h = rt.spawn(wait_then_answer(&gate));
+  {
+    corio::event_loop loop;
+    loop.spawn(join_it(std::move(h)));
+    loop.run_until_idle();  // the joiner is parked on the handle
+  }  // the loop and the joiner's frame are gone
+  gate.set();  // the task finishes: before the fix it posted to the dead loop
+  std::this_thread::sleep_for(20ms);
+}
+
+TEST(shutdown, spawn_blocking_under_with_timeout_returns_at_the_deadline) {
+  corio::runtime rt(workers(1));
+  auto finished = std::make_shared<std::atomic<bool>>(false);
+  EXPECT_THROW(rt.block_on([](std::shared_ptr<std::atomic<bool>> done) -> corio::task<void> {
+                 co_await corio::with_timeout(20ms, corio::spawn_blocking([done] {
+                                                std::this_thread::sleep_for(300ms);
+                                                done->store(true);
+                                              }));
+               }(finished)),
+               corio::timed_out);
+  EXPECT_FALSE(finished->load());  // returned before the blocking call did: it runs on, detached
+}
+
+TEST(shutdown, a_failure_detached_after_the_task_finished_reaches_the_runtime_hook) {
+  std::atomic<int> reported{0};
+  corio::runtime rt(corio::runtime::options{
+      .workers = 1, .max_blocking_threads = 4, .on_unhandled_exception = [&](std::exception_ptr) { ++reported; }});
+  auto h = rt.spawn([]() -> corio::task<void> {
+    co_await corio::yield();
+    throw std::runtime_error("lost?");
+  });
+  while (!h.is_finished()) {
+    std::this_thread::yield();
+  }
+  h.detach();  // before the fix: printed to stderr, bypassing the hook
+  EXPECT_EQ(reported.load(), 1);
+}
+
+TEST(shutdown, sync_wait_on_a_runtime_worker_throws_logic_error) {
+  corio::runtime rt(workers(1));
+  bool threw = false;
+  rt.block_on([](bool* flag) -> corio::task<void> {
+    try {
+      corio::sync_wait(corio::sleep_for(1ms));
+    } catch (const std::logic_error&) {
+      *flag = true;
+    }
+    co_return;
+  }(&threw));
+  EXPECT_TRUE(threw);
+}
+
+}  // namespace
