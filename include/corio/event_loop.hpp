@@ -101,9 +101,9 @@ class event_loop final : private detail::executor {
   /// Coroutines suspended on other events stay suspended. Errors as for run().
   void run_until_idle();
 
-  /// Thread-safe. Makes run() return after its current step. From then on the loop is stopped for
-  /// good: post() returns false and spawn() throws. Coroutines still suspended are destroyed with the
-  /// loop.
+  /// Thread-safe. Makes run() return after its current step and after running every functor that
+  /// post() had already accepted. From then on the loop is stopped for good: post() returns false and
+  /// spawn() throws. Coroutines still suspended are destroyed with the loop.
   void stop() noexcept;
 
   /// Thread-safe. True once stop() has been called.

@@ -207,6 +207,10 @@ void event_loop::run() {
     }
     parker_.park(timers_.time_until_earliest());
   }
+  // Functors accepted before the stop still run (the queue is closed, so this ends): a producer that
+  // posts, then makes another thread call stop(), sees its work done, whatever the drain order.
+  while (posts_.drain(post_batch) != 0) {
+  }
 }
 
 void event_loop::run_until_idle() {

@@ -80,8 +80,10 @@ TEST(teardown_stress, foreign_spawners_racing_shutdown_never_leak_or_hang) {
   EXPECT_GT(refused.load() + finished.load(), 0);
 }
 
-corio::task<void> hop_sleep_and_count(corio::event_loop* loop, corio::test::counted token, int ms) {
+corio::task<void> hop_sleep_and_count(corio::event_loop* loop, std::atomic<int>* hopped, corio::test::counted token,
+                                      int ms) {
   co_await corio::schedule_on(*loop);
+  hopped->fetch_add(1);
   co_await corio::sleep_for(std::chrono::milliseconds(ms));
   (void)token;
 }
@@ -99,10 +101,16 @@ TEST(teardown_stress, runtime_and_loop_destroyed_in_either_order_with_hops_and_j
   for (int round = 0; round < scaled(30); ++round) {
     auto rt = std::make_unique<corio::runtime>(corio::runtime::options{.workers = 2, .max_blocking_threads = 2});
     auto away = std::make_unique<corio::test::loop_thread>();
+    std::atomic<int> hopped{0};
     for (int i = 0; i < 50; ++i) {
-      rt->spawn(hop_sleep_and_count(&away->loop, corio::test::counted(counts), i % 7)).detach();
+      rt->spawn(hop_sleep_and_count(&away->loop, &hopped, corio::test::counted(counts), i % 7)).detach();
       auto h = rt->spawn(short_life(corio::test::counted(counts, i), i % 4));
       away->spawn(join_from_loop(std::move(h), corio::test::counted(counts)));
+    }
+    // Every hop has happened (a task that still holds a pointer to a destroyed loop would be the test's
+    // bug, not corio's); the sleeps, joins and short tasks are still in flight on both sides.
+    while (hopped.load() != 50) {
+      std::this_thread::yield();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(round % 4));
     if (round % 2 == 0) {
