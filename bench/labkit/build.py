@@ -53,7 +53,8 @@ def build_go(ctx: Context) -> None:
         env["GOCACHE"] = str(ctx.build_dir / "go-cache")
     ctx.go_dir.mkdir(parents=True, exist_ok=True)
     source = ctx.root / "bench" / "peers" / "go"
-    for command in sorted(p.name for p in source.iterdir() if p.is_dir()):
+    # One command per folder; internal/ holds the package they share.
+    for command in sorted(p.name for p in source.iterdir() if p.is_dir() and p.name != "internal"):
         _run(f"go build {command}", [_go_tool(), "build", "-buildvcs=false", "-o", ctx.go_binary(command),
                                      f"./{command}"], source, env)
 
