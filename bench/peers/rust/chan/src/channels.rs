@@ -39,7 +39,7 @@ impl Channel for Tokio {
 }
 
 /// `futures::channel::mpsc::channel`. Its capacity is the given buffer plus one slot per sender, so
-/// with its one sender a channel made with Q holds Q + 1 events (the original passes Q as well).
+/// with its one sender a channel made with Q holds Q + 1 events (bench/scenarios.md, fairness notes).
 pub struct Futures;
 
 impl Channel for Futures {
