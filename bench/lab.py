@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """corio benchmark lab: build, run, report.
 
-Builds bench/cpp against an installed corio (into build/bench) and the Go peers (into build/bench/go),
-runs every cell of the selected experiments of bench/scenarios.md several times, writes
-results/<experiment>.csv (medians) with results/<experiment>-runs.csv (every run), and renders
-docs/bench/REPORT.md with one table and one chart per experiment and the Targets section.
+Builds what the selected experiments need: bench/cpp against an installed corio (into build/bench),
+the Go, Rust and Kotlin peers (into build/bench/go, rust and kotlin); runs every cell of the selected
+experiments of bench/scenarios.md several times, writes results/<experiment>.csv (medians) with
+results/<experiment>-runs.csv (every run), and renders docs/bench/REPORT.md with one table and one
+chart per experiment and the Targets section.
 
     /usr/bin/python3 bench/lab.py --prefix build/prefix [--only coro,post] [--quick] [--reps N]
 

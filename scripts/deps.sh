@@ -7,8 +7,9 @@
 # everything costs no network and well under a second. When something is missing:
 #   - as root: `apt-get update` once, then install only the missing packages;
 #   - otherwise: print the one `sudo apt-get install` line to run, and exit 1.
-# Toolchains that do not come from Debian (Go and cargo now; mvn later) are checked
-# on PATH and in their usual install locations; each is one `need_tool` line below.
+# Toolchains that do not come from Debian (Go and cargo) are checked on PATH and in
+# their usual install locations; each is one `need_tool` line below. The JDK and Maven
+# (for the Kotlin peer) are taken from PATH when there, else installed from Debian.
 set -euo pipefail
 
 mode=${1:-}
@@ -33,6 +34,27 @@ for p in "${pkgs[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
   [[ "$status" == "install ok installed" ]] || missing+=("$p")
 done
+
+# The lab's Kotlin peer (both modes: `make test` ends with a bench smoke run) needs a JDK 17+ and
+# Maven 3.6.3+. A JDK or Maven already on PATH (SDKMAN, /opt) is used as it is; otherwise Debian's.
+java_major() {  # `java -version` prints `openjdk version "17.0.15" ...` (or "1.8.0_..." for 8) on stderr
+  local version
+  version=$(java -version 2>&1 | sed -n '1s/.*version "\([^"]*\)".*/\1/p')
+  [[ $version == 1.* ]] && version=${version#1.}
+  echo "${version%%[.+-]*}"
+}
+maven_version() {  # `mvn -v` starts with `Apache Maven 3.8.7 (...)`, possibly in colour
+  mvn -v 2>/dev/null | sed -n '1s/.*Apache Maven \([0-9][0-9.]*\).*/\1/p'
+}
+if ! command -v java >/dev/null 2>&1 || (($(java_major || echo 0) < 17)); then
+  missing+=(openjdk-17-jdk-headless)
+fi
+if ! command -v mvn >/dev/null 2>&1 && [[ ! -x /opt/maven/bin/mvn ]]; then
+  missing+=(maven)
+elif command -v mvn >/dev/null 2>&1 && ! printf '3.6.3\n%s\n' "$(maven_version)" | sort -V -C; then
+  echo "deps: Maven $(maven_version) is older than 3.6.3, which the Kotlin build needs; install a newer one" >&2
+  exit 1
+fi
 
 if ((${#missing[@]})); then
   echo "deps: missing Debian packages: ${missing[*]}"
@@ -61,7 +83,6 @@ need_tool() {
 
 need_tool go /usr/local/go/bin "install Go 1.22+ from https://go.dev/dl/ (tar -C /usr/local -xzf go*.linux-amd64.tar.gz)"
 need_tool cargo "${CARGO_HOME:-$HOME/.cargo}/bin" "install Rust with https://rustup.rs (rustup default stable)"
-# need_tool mvn /opt/maven/bin "apt-get install maven, or unpack Apache Maven into /opt/maven"
 
 if ((tool_errors)); then
   exit 1

@@ -61,10 +61,6 @@ def _threads(results: Results) -> list[str]:
     return sorted(results.distinct("threads"), key=int)
 
 
-def _of_case(results: Results, case: str) -> Results:
-    return Results([row for row in results.rows if row.values["case"] == case], results.meta)
-
-
 def _rate(results: Results, impl: str, threads: str, case: str) -> float | None:
     row = results.find(impl=impl, threads=threads, case=case)
     return None if row is None else row.median("ops_per_sec")
@@ -102,7 +98,7 @@ def chart(results: Results, path) -> None:
                "fanout": "1 ms tasks / s"}
     for ax, case in zip(axes, CASES):
         # linear axes: the targets are ratios, which bar heights show directly
-        charts.grouped_bars(ax, _of_case(results, case), "ops_per_sec", series, threads, "threads", labels,
+        charts.grouped_bars(ax, results.subset(case=case), "ops_per_sec", series, threads, "threads", labels,
                             ylabels[case], log=False)
         ax.set_title(case)
     charts.save(fig, path)

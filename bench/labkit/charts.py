@@ -16,10 +16,13 @@ def _pyplot():
     return plt
 
 
-def figure(panels: int, title: str):
-    fig, axes = _pyplot().subplots(1, panels, figsize=(max(8.0, 5.2 * panels), 4.4), squeeze=False)
+def figure(panels: int, title: str, columns: int | None = None):
+    """A figure of `panels` charts, `columns` per row (default: all in one row); returns (fig, axes)."""
+    columns = columns or panels
+    rows = -(-panels // columns)
+    fig, axes = _pyplot().subplots(rows, columns, figsize=(max(8.0, 5.2 * columns), 4.4 * rows), squeeze=False)
     fig.suptitle(title)
-    return fig, list(axes[0])
+    return fig, [ax for row in axes for ax in row][:panels]
 
 
 def _spread(results: Results, metric: str, cells: list[dict]) -> tuple[list[float], list[list[float]]]:
@@ -39,11 +42,12 @@ def _spread(results: Results, metric: str, cells: list[dict]) -> tuple[list[floa
 
 
 def grouped_bars(ax, results: Results, metric: str, series: list[str], groups: list[str], group_column: str,
-                 group_labels: list[str], ylabel: str, log: bool) -> None:
-    """One bar per impl in `series` within each group (a value of `group_column`), median with min-max."""
+                 group_labels: list[str], ylabel: str, log: bool, series_column: str = "impl") -> None:
+    """One bar per value of `series_column` in `series` within each group (a value of `group_column`),
+    median with min-max."""
     width = 0.8 / max(1, len(series))
     for index, impl in enumerate(series):
-        cells = [{"impl": impl, group_column: group} for group in groups]
+        cells = [{series_column: impl, group_column: group} for group in groups]
         medians, spread = _spread(results, metric, cells)
         positions = [g + (index - (len(series) - 1) / 2) * width for g in range(len(groups))]
         ax.bar(positions, medians, width, yerr=spread, capsize=2, label=impl)

@@ -24,6 +24,10 @@ class Context:
         return self.build_dir / "rust"  # CARGO_TARGET_DIR
 
     @property
+    def kotlin_dir(self) -> Path:
+        return self.build_dir / "kotlin"  # Maven's build directory (-Dlab.build.dir)
+
+    @property
     def results_dir(self) -> Path:
         return self.quick_dir / "results" if self.quick else self.root / "results"
 
@@ -44,3 +48,6 @@ class Context:
 
     def rust_binary(self, name: str) -> str:
         return str(self.rust_dir / "release" / name)
+
+    def kotlin_jar(self, name: str) -> str:
+        return str(self.kotlin_dir / f"{name}-jar-with-dependencies.jar")

@@ -27,17 +27,10 @@ def _first_line(command: list[str]) -> str:
     return lines[0] if lines else "unknown"
 
 
-def _go_version() -> str:
-    for go in ("go", "/usr/local/go/bin/go"):
-        version = _first_line([go, "version"])
-        if version != "not found":
-            return version
-    return "not found"
-
-
-def _rust_version() -> str:
-    for rustc in ("rustc", os.path.expanduser("~/.cargo/bin/rustc")):
-        version = _first_line([rustc, "--version"])
+def _version(commands: list[list[str]]) -> str:
+    """The first line printed by the first of `commands` that runs (toolchains often live off PATH)."""
+    for command in commands:
+        version = _first_line(command)
         if version != "not found":
             return version
     return "not found"
@@ -47,12 +40,15 @@ def describe() -> list[tuple[str, str]]:
     """(label, value) pairs for the report's Machine section."""
     uname = platform.uname()
     gxx = _first_line(["g++", "--version"])
+    java_home = os.environ.get("JAVA_HOME")
+    javas = [["java", "-version"]] + ([[os.path.join(java_home, "bin", "java"), "-version"]] if java_home else [])
     return [
         ("CPU", _cpu_model()),
         ("Cores", str(os.cpu_count())),
         ("Kernel", f"{uname.system} {uname.release} {uname.machine}"),
         ("g++", re.sub(r"^g\+\+\s*", "", gxx)),
-        ("Go", _go_version()),
-        ("Rust", _rust_version()),
+        ("Go", _version([["go", "version"], ["/usr/local/go/bin/go", "version"]])),
+        ("Rust", _version([["rustc", "--version"], [os.path.expanduser("~/.cargo/bin/rustc"), "--version"]])),
+        ("Java", _version(javas)),  # java prints its version to stderr, which _first_line reads too
         ("Report date", datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
     ]

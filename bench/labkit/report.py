@@ -42,13 +42,33 @@ def _provenance(results: Results) -> str:
     return line
 
 
+def _measured(target: Target) -> str:
+    return "no data" if target.ratio is None else f"{target.ratio:.2f}x"
+
+
+def _verdict(target: Target) -> str:
+    if not target.scored:
+        return "context"
+    return "PASS" if target.passed else "**MISS**"
+
+
 def _targets_table(targets: list[tuple[str, Target]]) -> str:
-    rows = []
-    for experiment, target in targets:
-        measured = "no data" if target.ratio is None else f"{target.ratio:.2f}x"
-        rows.append([experiment, target.claim, target.where, measured, target.need,
-                     "PASS" if target.passed else "**MISS**"])
+    rows = [[experiment, target.claim, target.where, _measured(target), target.need, _verdict(target)]
+            for experiment, target in targets]
     return markdown_table(["experiment", "target", "where", "measured", "need", "verdict"], rows)
+
+
+def _misses(targets: list[tuple[str, Target]]) -> str:
+    """Every missed target in one line each, so none hides in a long table; those without data (a row
+    did not run) in one line per experiment."""
+    missed = [(experiment, target) for experiment, target in targets if target.scored and not target.passed]
+    lines = [f"- {experiment}: {target.claim} at {target.where}: {_measured(target)} (needs {target.need})"
+             for experiment, target in missed if target.ratio is not None]
+    for experiment in dict.fromkeys(experiment for experiment, _ in missed):
+        blank = sum(target.ratio is None for name, target in missed if name == experiment)
+        if blank:
+            lines.append(f"- {experiment}: {blank} targets have no data (a row they compare is missing)")
+    return "**Misses:**\n" + "\n".join(lines) if lines else "No target was missed."
 
 
 def render(path: Path, sections: list[tuple[object, Results]]) -> None:
@@ -67,10 +87,13 @@ def render(path: Path, sections: list[tuple[object, Results]]) -> None:
         parts += ["", experiment.table(results), "", f"![{experiment.NAME} chart]({chart.name})"]
         targets += [(experiment.NAME, target) for target in experiment.targets(results)]
     if targets:
-        passed = sum(target.passed for _, target in targets)
-        parts += ["\n## Targets\n", f"{passed} of {len(targets)} targets met in this report."]
+        scored = [target for _, target in targets if target.scored]
+        passed = sum(target.passed for target in scored)
+        parts += ["\n## Targets\n", f"{passed} of {len(scored)} targets met in this report."]
         if any(results.meta.get("mode") == "quick" for _, results in sections):
             parts.append("Quick runs are smoke tests (smaller sizes, short windows): judge targets on a full run.")
-        parts += ["", _targets_table(targets)]
+        if len(scored) < len(targets):
+            parts.append("Rows marked `context` are ratios shown for reference; they are not targets.")
+        parts += ["", _misses(targets), "", _targets_table(targets)]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(parts) + "\n")

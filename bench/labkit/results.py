@@ -30,10 +30,13 @@ class Results:
     meta: dict
 
     def find(self, **key) -> Aggregate | None:
-        for row in self.rows:
-            if all(row.values[column] == str(value) for column, value in key.items()):
-                return row
-        return None
+        """The first row whose columns equal every value of `key`, or None."""
+        return next(iter(self.subset(**key).rows), None)
+
+    def subset(self, **key) -> "Results":
+        """The rows whose columns equal every value of `key`, with the same metadata."""
+        matching = [row for row in self.rows if all(row.values[column] == str(value) for column, value in key.items())]
+        return Results(matching, self.meta)
 
     def distinct(self, column: str) -> list[str]:
         seen: list[str] = []

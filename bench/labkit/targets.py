@@ -13,6 +13,7 @@ class Target:
     ratio: float | None  # measured, None when a row is missing
     need: str  # e.g. "<= 3x"
     passed: bool
+    scored: bool = True  # False for a ratio the report shows for context only (no verdict, not counted)
 
 
 def at_most(claim: str, where: str, numerator: float | None, denominator: float | None, limit: float) -> Target:
@@ -25,6 +26,11 @@ def at_least(claim: str, where: str, numerator: float | None, denominator: float
     """PASS when numerator / denominator >= limit."""
     ratio = _ratio(numerator, denominator)
     return Target(claim, where, ratio, f">= {limit:g}x", ratio is not None and ratio >= limit)
+
+
+def context(claim: str, where: str, numerator: float | None, denominator: float | None) -> Target:
+    """A ratio shown next to the targets for context (e.g. against a floor that nothing must reach)."""
+    return Target(claim, where, _ratio(numerator, denominator), "–", True, scored=False)
 
 
 def _ratio(numerator: float | None, denominator: float | None) -> float | None:

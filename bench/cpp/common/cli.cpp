@@ -17,8 +17,8 @@ bool contains(const std::vector<std::string_view>& names, std::string_view name)
 cli::cli(int argc, char** argv, std::vector<std::string_view> options, std::vector<std::string_view> flags) {
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
-    if (!arg.starts_with("--")) fail("unexpected argument: " + std::string(arg));
-    std::string_view name = arg.substr(2);
+    if (!arg.starts_with("-") || arg.size() < 2) fail("unexpected argument: " + std::string(arg));
+    std::string_view name = arg.substr(arg.starts_with("--") ? 2 : 1);
     if (contains(flags, name)) {
       flags_.emplace_back(name);
     } else if (contains(options, name)) {

@@ -1,6 +1,7 @@
 #pragma once
 // Tiny command-line reader shared by the lab executables: `--name value` options and `--flag`s.
-// Unknown options are an error so a typo in the driver cannot silently run the wrong cell.
+// One dash works as well as two (`-w 100`), for the scenarios whose original programs used short
+// options. Unknown options are an error so a typo in the driver cannot silently run the wrong cell.
 
 #include <cstdint>
 #include <string>

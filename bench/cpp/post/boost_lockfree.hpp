@@ -1,7 +1,7 @@
 #pragma once
 // `boost-lockfree`: boost::lockfree::queue needs a trivially copyable element, so each post
 // allocates a std::function on the heap and queues its pointer; the consumer runs and deletes it.
-// The consumer busy-polls.
+// A store for the consumers of consumers.hpp: push() from any thread, run_pending() on the consumer.
 
 #include <boost/lockfree/queue.hpp>
 
@@ -10,30 +10,26 @@
 
 namespace lab {
 
-class boost_lockfree_queue {
+class boost_lockfree_store {
  public:
   template <class F>
-  void post(F&& functor) {
+  void push(F&& functor) {
     auto* boxed = new std::function<void()>(std::forward<F>(functor));
     while (!queue_.push(boxed)) {
     }
   }
 
-  void run() {
+  /// Pops and runs functors until the queue is empty.
+  void run_pending() {
     std::function<void()>* boxed = nullptr;
-    while (!stopping_) {
-      if (queue_.pop(boxed)) {
-        (*boxed)();
-        delete boxed;
-      }
+    while (queue_.pop(boxed)) {
+      (*boxed)();
+      delete boxed;
     }
   }
 
-  void stop() { stopping_ = true; }
-
  private:
   boost::lockfree::queue<std::function<void()>*> queue_{1024};
-  bool stopping_ = false;  // consumer thread only
 };
 
 }  // namespace lab

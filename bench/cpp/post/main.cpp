@@ -12,6 +12,7 @@
 #include "../common/check.hpp"
 #include "../common/cli.hpp"
 #include "boost_lockfree.hpp"
+#include "consumers.hpp"
 #include "corio_queue.hpp"
 #include "harness.hpp"
 #include "moodycamel_queue.hpp"
@@ -24,11 +25,16 @@ struct implementation {
   double (*run)(std::uint32_t producers, std::uint32_t per_producer);
 };
 
+// Each peer twice: its consumer busy-polling, and sleeping on an eventfd as evpp's loop does (`-wake`).
 constexpr implementation implementations[] = {
-    {"mutex-vector", &lab::run_post_cell<lab::mutex_vector_queue>},
-    {"boost-lockfree", &lab::run_post_cell<lab::boost_lockfree_queue>},
-    {"moodycamel", &lab::run_post_cell<lab::moodycamel_queue<false>>},
-    {"moodycamel-bulk", &lab::run_post_cell<lab::moodycamel_queue<true>>},
+    {"mutex-vector", &lab::run_post_cell<lab::busy_polling<lab::mutex_vector_store>>},
+    {"mutex-vector-wake", &lab::run_post_cell<lab::evpp_wake<lab::mutex_vector_store>>},
+    {"boost-lockfree", &lab::run_post_cell<lab::busy_polling<lab::boost_lockfree_store>>},
+    {"boost-lockfree-wake", &lab::run_post_cell<lab::evpp_wake<lab::boost_lockfree_store>>},
+    {"moodycamel", &lab::run_post_cell<lab::busy_polling<lab::moodycamel_store<false>>>},
+    {"moodycamel-wake", &lab::run_post_cell<lab::evpp_wake<lab::moodycamel_store<false>>>},
+    {"moodycamel-bulk", &lab::run_post_cell<lab::busy_polling<lab::moodycamel_store<true>>>},
+    {"moodycamel-bulk-wake", &lab::run_post_cell<lab::evpp_wake<lab::moodycamel_store<true>>>},
     {"corio", &lab::run_post_cell<lab::corio_queue>},
 };
 

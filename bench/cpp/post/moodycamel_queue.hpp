@@ -1,7 +1,8 @@
 #pragma once
 // `moodycamel` and `moodycamel-bulk`: moodycamel::ConcurrentQueue of std::function, enqueued without
-// producer tokens (as evpp does). The consumer busy-polls, either one try_dequeue at a time (evpp's
-// use) or try_dequeue_bulk into a local array (the queue's strongest use).
+// producer tokens (as evpp does). The consumer takes either one try_dequeue at a time (evpp's use) or
+// try_dequeue_bulk into a local array (the queue's strongest use).
+// A store for the consumers of consumers.hpp: push() from any thread, run_pending() on the consumer.
 
 #include <concurrentqueue/concurrentqueue.h>
 
@@ -13,35 +14,30 @@
 namespace lab {
 
 template <bool Bulk>
-class moodycamel_queue {
+class moodycamel_store {
  public:
   static constexpr std::size_t bulk_size = 256;
 
   template <class F>
-  void post(F&& functor) {
+  void push(F&& functor) {
     queue_.enqueue(std::function<void()>(std::forward<F>(functor)));
   }
 
-  void run() {
+  /// Dequeues and runs functors until the queue looks empty.
+  void run_pending() {
     if constexpr (Bulk) {
-      std::array<std::function<void()>, bulk_size> batch;
-      while (!stopping_) {
-        const std::size_t count = queue_.try_dequeue_bulk(batch.begin(), batch.size());
-        for (std::size_t i = 0; i < count; ++i) batch[i]();
+      while (const std::size_t count = queue_.try_dequeue_bulk(batch_.begin(), batch_.size())) {
+        for (std::size_t i = 0; i < count; ++i) batch_[i]();
       }
     } else {
-      std::function<void()> functor;
-      while (!stopping_) {
-        if (queue_.try_dequeue(functor)) functor();
-      }
+      while (queue_.try_dequeue(functor_)) functor_();
     }
   }
 
-  void stop() { stopping_ = true; }
-
  private:
   moodycamel::ConcurrentQueue<std::function<void()>> queue_;
-  bool stopping_ = false;  // consumer thread only
+  std::array<std::function<void()>, bulk_size> batch_;  // consumer thread only (bulk)
+  std::function<void()> functor_;                        // consumer thread only (one at a time)
 };
 
 }  // namespace lab

@@ -1,6 +1,7 @@
 #pragma once
 // `mutex-vector`: evpp's original pending-functor list. Producers push_back under a std::mutex; the
-// consumer swaps the whole vector out under the lock and runs it outside. The consumer busy-polls.
+// consumer swaps the whole vector out under the lock and runs it outside (evpp's DoPendingFunctors).
+// A store for the consumers of consumers.hpp: push() from any thread, run_pending() on the consumer.
 
 #include <functional>
 #include <mutex>
@@ -9,32 +10,28 @@
 
 namespace lab {
 
-class mutex_vector_queue {
+class mutex_vector_store {
  public:
   template <class F>
-  void post(F&& functor) {
+  void push(F&& functor) {
     std::lock_guard lock(mutex_);
     pending_.emplace_back(std::forward<F>(functor));
   }
 
-  void run() {
-    std::vector<std::function<void()>> batch;
-    while (!stopping_) {
-      {
-        std::lock_guard lock(mutex_);
-        batch.swap(pending_);
-      }
-      for (auto& functor : batch) functor();
-      batch.clear();
+  /// One swap: runs every functor pushed before it took the lock.
+  void run_pending() {
+    {
+      std::lock_guard lock(mutex_);
+      batch_.swap(pending_);
     }
+    for (auto& functor : batch_) functor();
+    batch_.clear();
   }
-
-  void stop() { stopping_ = true; }
 
  private:
   std::mutex mutex_;
   std::vector<std::function<void()>> pending_;
-  bool stopping_ = false;  // consumer thread only
+  std::vector<std::function<void()>> batch_;  // consumer thread only; keeps its capacity between swaps
 };
 
 }  // namespace lab

@@ -8,8 +8,9 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"os"
 	"runtime"
+
+	"corio.dev/bench/peers/internal/lab"
 )
 
 func main() {
@@ -22,10 +23,10 @@ func main() {
 
 	impl, ok := implementations[*implName]
 	if !ok {
-		fail("unknown --impl %q", *implName)
+		lab.Fail("unknown --impl %q", *implName)
 	}
 	if *coroutines <= 0 || *switchesEach <= 0 {
-		fail("--coroutines and --switches-each are required")
+		lab.Fail("--coroutines and --switches-each are required")
 	}
 	n, s := *coroutines, *switchesEach
 
@@ -39,13 +40,8 @@ func main() {
 	switchNs := switchNs(impl, n, s)
 	for _, v := range []float64{create, switchNs, bytes} {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			fail("a measured value is negative or not finite")
+			lab.Fail("a measured value is negative or not finite")
 		}
 	}
 	fmt.Printf("%s,%d,%d,%.2f,%.3f,%.0f\n", *implName, n, n*s, create, switchNs, bytes)
-}
-
-func fail(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "self-check failed: "+format+"\n", args...)
-	os.Exit(1)
 }

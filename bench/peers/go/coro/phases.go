@@ -1,12 +1,11 @@
 package main
 
 import (
-	"os"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"corio.dev/bench/peers/internal/lab"
 )
 
 // A batch is the goroutines of one phase. Each goroutine counts its switches locally and stores the
@@ -39,7 +38,7 @@ func (b *batch) finish(index int, switches uint64) {
 func (b *batch) check(phase string) {
 	for i := 0; i < b.n; i++ {
 		if !b.finished[i] || b.switches[i] != uint64(b.switchesEach) {
-			fail("%s: goroutine %d finished=%v after %d switches, expected %d", phase, i, b.finished[i],
+			lab.Fail("%s: goroutine %d finished=%v after %d switches, expected %d", phase, i, b.finished[i],
 				b.switches[i], b.switchesEach)
 		}
 	}
@@ -61,9 +60,9 @@ func run(impl implementation, n, switchesEach int, probe func()) time.Duration {
 }
 
 func residentBytesPerGoroutine(impl implementation, count int) float64 {
-	before := anonymousResidentBytes()
+	before := lab.AnonymousResidentBytes()
 	var after int64
-	run(impl, count, 1, func() { after = anonymousResidentBytes() })
+	run(impl, count, 1, func() { after = lab.AnonymousResidentBytes() })
 	return float64(after-before) / float64(count)
 }
 
@@ -110,23 +109,4 @@ func clockOverheadNs() float64 {
 		samples[i] = float64(time.Since(start).Nanoseconds())
 	}
 	return interquartileMean(samples)
-}
-
-// anonymousResidentBytes reads (resident - shared) pages of /proc/self/statm: file-backed pages
-// (code faulted in on first use) are left out.
-func anonymousResidentBytes() int64 {
-	raw, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		fail("cannot read /proc/self/statm: %v", err)
-	}
-	fields := strings.Fields(string(raw))
-	if len(fields) < 3 {
-		fail("cannot parse /proc/self/statm")
-	}
-	resident, err1 := strconv.ParseInt(fields[1], 10, 64)
-	shared, err2 := strconv.ParseInt(fields[2], 10, 64)
-	if err1 != nil || err2 != nil {
-		fail("cannot parse /proc/self/statm: %q", raw)
-	}
-	return (resident - shared) * int64(os.Getpagesize())
 }

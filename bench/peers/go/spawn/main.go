@@ -11,8 +11,9 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"os"
 	"runtime"
+
+	"corio.dev/bench/peers/internal/lab"
 )
 
 // A case runs its timed window and its self-check; it returns the elapsed seconds or why it failed.
@@ -36,10 +37,10 @@ func main() {
 
 	body, ok := cases[*caseName]
 	if !ok {
-		fail("unknown --case %q", *caseName)
+		lab.Fail("unknown --case %q", *caseName)
 	}
 	if *threads <= 0 || *ops <= 0 || *work == 0 {
-		fail("--threads, --ops and --work must be positive")
+		lab.Fail("--threads, --ops and --work must be positive")
 	}
 	runtime.GOMAXPROCS(*threads)
 
@@ -50,16 +51,11 @@ func main() {
 	}()
 	result := <-done
 	if result.err != nil {
-		fail("%v", result.err)
+		lab.Fail("%v", result.err)
 	}
 	if math.IsNaN(result.seconds) || math.IsInf(result.seconds, 0) || result.seconds <= 0 {
-		fail("elapsed time is not finite and positive: %v", result.seconds)
+		lab.Fail("elapsed time is not finite and positive: %v", result.seconds)
 	}
 	fmt.Printf("go,%d,%s,%d,%.6f,%.0f\n", *threads, *caseName, *ops, result.seconds,
 		float64(*ops)/result.seconds)
-}
-
-func fail(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "self-check failed: "+format+"\n", args...)
-	os.Exit(1)
 }

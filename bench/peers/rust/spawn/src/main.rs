@@ -9,7 +9,7 @@
 
 mod cases;
 
-use std::process::exit;
+use lab::fail;
 
 struct Args {
     case: String,
@@ -18,48 +18,25 @@ struct Args {
     work: u64,
 }
 
-fn fail(why: &str) -> ! {
-    eprintln!("self-check failed: {why}");
-    exit(1);
-}
-
-fn number(name: &str, raw: &str) -> u64 {
-    raw.replace(['_', ','], "").parse().unwrap_or_else(|_| fail(&format!("--{name} wants a number, got {raw}")))
-}
-
 fn parse() -> Args {
-    let mut args = Args { case: String::new(), threads: 0, ops: 0, work: cases::WORK_ROUNDS };
-    let mut argv = std::env::args().skip(1);
-    while let Some(option) = argv.next() {
-        let value = argv.next().unwrap_or_else(|| fail(&format!("missing value for {option}")));
-        match option.as_str() {
-            "--case" => args.case = value,
-            "--threads" => args.threads = number("threads", &value) as usize,
-            "--ops" => args.ops = number("ops", &value),
-            "--work" => args.work = number("work", &value),
-            _ => fail(&format!("unknown option: {option}")),
-        }
-    }
+    let options = lab::Options::parse(&["case", "threads", "ops", "work"]);
+    let args = Args {
+        case: options.text("case", ""),
+        threads: options.number("threads", 0) as usize,
+        ops: options.number("ops", 0),
+        work: options.number("work", cases::WORK_ROUNDS),
+    };
     if args.threads == 0 || args.ops == 0 || args.work == 0 {
         fail("--threads, --ops and --work must be positive");
     }
     args
 }
 
-fn runtime(threads: usize) -> tokio::runtime::Runtime {
-    let built = if threads == 1 {
-        tokio::runtime::Builder::new_current_thread().build()
-    } else {
-        tokio::runtime::Builder::new_multi_thread().worker_threads(threads).build()
-    };
-    built.unwrap_or_else(|error| fail(&format!("cannot build the tokio runtime: {error}")))
-}
-
 fn main() {
     let args = parse();
     let (ops, work) = (args.ops, args.work);
     let case = args.case.clone();
-    let rt = runtime(args.threads);
+    let rt = lab::runtime(args.threads);
     let outcome = rt.block_on(async move {
         let body = match case.as_str() {
             "spawn_join" => tokio::spawn(cases::spawn_join(ops)),
