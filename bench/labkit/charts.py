@@ -16,10 +16,11 @@ def _pyplot():
     return plt
 
 
-def figure(panels: int, title: str):
-    fig, axes = _pyplot().subplots(1, panels, figsize=(max(8.0, 5.2 * panels), 4.4), squeeze=False)
+def figure(panels: int, title: str, rows: int = 1):
+    """A figure of `rows` rows of `panels` axes each; returns the axes row by row in one list."""
+    fig, axes = _pyplot().subplots(rows, panels, figsize=(max(8.0, 5.2 * panels), 4.4 * rows), squeeze=False)
     fig.suptitle(title)
-    return fig, list(axes[0])
+    return fig, [ax for row in axes for ax in row]
 
 
 def _spread(results: Results, metric: str, cells: list[dict]) -> tuple[list[float], list[list[float]]]:
@@ -54,10 +55,10 @@ def grouped_bars(ax, results: Results, metric: str, series: list[str], groups: l
 
 
 def lines(ax, results: Results, metric: str, series: list[str], xs: list[str], x_column: str, xlabel: str,
-          ylabel: str, log: bool) -> None:
-    """One line per impl in `series` over the values `xs` of `x_column`, median with min-max."""
+          ylabel: str, log: bool, series_column: str = "impl") -> None:
+    """One line per value in `series` of `series_column` over the values `xs` of `x_column`, median with min-max."""
     for impl in series:
-        cells = [{"impl": impl, x_column: x} for x in xs]
+        cells = [{series_column: impl, x_column: x} for x in xs]
         medians, spread = _spread(results, metric, cells)
         ax.errorbar([float(x) for x in xs], medians, yerr=spread, marker="o", capsize=3, label=impl)
     ax.set_xticks([float(x) for x in xs], xs)
