@@ -13,7 +13,9 @@
 #
 # Knobs: JOBS (build and ctest parallelism, default: nproc),
 #        TEST_TIMEOUT (ctest per-test default, seconds; tests that set TIMEOUT keep theirs),
-#        ASAN_OPTIONS / UBSAN_OPTIONS / TSAN_OPTIONS (defaults below, yours win).
+#        ASAN_OPTIONS / UBSAN_OPTIONS / TSAN_OPTIONS (defaults below, yours win),
+#        ECHO_SECONDS (the echo experiment's window per run, default 5; 3 takes its full run from
+#        about 27 to about 17 minutes, see bench/scenarios.md).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c

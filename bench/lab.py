@@ -18,6 +18,7 @@ import importlib.util
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
@@ -39,12 +40,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--only", default=",".join(EXPERIMENT_NAMES),
                         help=f"comma-separated experiments to run (default: all of {','.join(EXPERIMENT_NAMES)})")
     parser.add_argument("--quick", action="store_true", help="smaller sizes and 3 runs per cell (CI smoke test)")
-    parser.add_argument("--reps", type=int, help="runs per cell (default: 5, or 3 with --quick)")
+    parser.add_argument("--reps", type=int, help="runs per cell (default: 5, or 3 with --quick; an experiment "
+                                                 "may set its own, as echo does)")
     args = parser.parse_args(argv)
     args.only = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = [name for name in args.only if name not in EXPERIMENT_NAMES]
     if unknown or not args.only:
         parser.error(f"--only takes some of {','.join(EXPERIMENT_NAMES)}, got {','.join(unknown) or 'nothing'}")
+    args.reps_given = args.reps is not None  # else an experiment's own REPS, if it has one, wins
     if args.reps is None:
         args.reps = 3 if args.quick else 5
     if args.reps < 1:
@@ -73,11 +76,12 @@ def main(argv: list[str]) -> int:
         if load > 0.5 * (os.cpu_count() or 1):
             print(f"lab: warning: load average {load:.1f} before {experiment.NAME}; its numbers will be noisy",
                   file=sys.stderr)
-        runs, failed = runner.run_cells(experiment.NAME, experiment.cells(ctx), experiment.COLUMNS,
-                                        experiment.METRICS, ctx)
+        own = ctx if args.reps_given or not hasattr(experiment, "REPS") else replace(ctx, reps=experiment.REPS)
+        runs, failed = runner.run_cells(experiment.NAME, experiment.cells(own), experiment.COLUMNS,
+                                        experiment.METRICS, own)
         rows = results.aggregate(runs, experiment.COLUMNS, experiment.KEY, experiment.METRICS)
         results.save(ctx.results_dir, experiment.NAME, experiment.COLUMNS, runs, rows,
-                     "quick" if ctx.quick else "full", ctx.reps, load, failed)
+                     "quick" if ctx.quick else "full", own.reps, load, failed)
         failures += failed
 
     sections = []

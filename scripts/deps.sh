@@ -18,6 +18,7 @@ mode=${1:-}
 bench_pkgs=(
   cmake ninja-build g++ libgtest-dev liburing-dev python3-matplotlib
   libboost-context-dev libboost-dev libconcurrentqueue-dev
+  libasio-dev  # the echo experiment's Asio server (standalone Asio, C++20 coroutines)
 )
 # `make test` also builds with clang 19 and ends with a bench smoke run.
 test_pkgs=("${bench_pkgs[@]}" clang-19 libclang-rt-19-dev)

@@ -58,10 +58,10 @@ def grouped_bars(ax, results: Results, metric: str, series: list[str], groups: l
 
 
 def lines(ax, results: Results, metric: str, series: list[str], xs: list[str], x_column: str, xlabel: str,
-          ylabel: str, log: bool) -> None:
-    """One line per impl in `series` over the values `xs` of `x_column`, median with min-max."""
+          ylabel: str, log: bool, series_column: str = "impl") -> None:
+    """One line per value in `series` of `series_column` over the values `xs` of `x_column`, median with min-max."""
     for impl in series:
-        cells = [{"impl": impl, x_column: x} for x in xs]
+        cells = [{series_column: impl, x_column: x} for x in xs]
         medians, spread = _spread(results, metric, cells)
         ax.errorbar([float(x) for x in xs], medians, yerr=spread, marker="o", capsize=3, label=impl)
     ax.set_xticks([float(x) for x in xs], xs)

@@ -40,6 +40,12 @@ def _run_once(cell: Cell, columns: list[str], timeout: int) -> dict[str, str]:
     return _parse_row(done.stdout, columns)
 
 
+def _time_left(began: float, done: int, total: int) -> str:
+    """The time the runs still to make would take at the mean pace of those made so far."""
+    left = (time.monotonic() - began) / done * (total - done)
+    return f"about {int(left // 60)}m{int(left % 60):02d}s left"
+
+
 def run_cells(name: str, cells: list[Cell], columns: list[str], metrics: list[str],
               ctx: Context) -> tuple[list[dict[str, str]], list[str]]:
     """Runs `reps` rounds over all cells (so machine drift hits every cell alike).
@@ -51,6 +57,7 @@ def run_cells(name: str, cells: list[Cell], columns: list[str], metrics: list[st
     failures: list[str] = []
     total = len(cells) * ctx.reps
     count = 0
+    began = time.monotonic()
     for rep in range(1, ctx.reps + 1):
         for cell in cells:
             count += 1
@@ -68,5 +75,6 @@ def run_cells(name: str, cells: list[Cell], columns: list[str], metrics: list[st
             by_cell[cell.label].append({**row, "rep": str(rep)})
             shown = " ".join(f"{metric}={row[metric]}" for metric in metrics)
             print(f"[{name} {count}/{total}] {cell.label} run {rep}/{ctx.reps}: {shown} "
-                  f"({time.monotonic() - started:.1f}s)", file=sys.stderr, flush=True)
+                  f"({time.monotonic() - started:.1f}s; {_time_left(began, count, total)})",
+                  file=sys.stderr, flush=True)
     return [run for runs in by_cell.values() for run in runs], failures

@@ -1,0 +1,178 @@
+"""Experiment `echo`: a TCP echo server under a real load client, 1-500 clients, 128-1000 bytes
+(bench/scenarios.md)."""
+
+import os
+import sys
+from pathlib import Path
+
+from labkit import charts
+from labkit.context import Context
+from labkit.report import markdown_table, spread
+from labkit.results import Results
+from labkit.runner import Cell
+from labkit.targets import Target, at_least, at_most
+
+NAME = "echo"
+TITLE = "TCP echo server, 1-500 clients"
+SUMMARY = ("Each server runs on one thread pinned to CPU 0; the load client (bench/loadgen, plain C, one epoll "
+           "loop pinned to CPU 1) keeps every connection busy with one request of L bytes at a time, for D seconds. "
+           "Requests per second (higher is better) and the server's CPU microseconds per request, user + system "
+           "(lower is better; it shows a server's cost even where the client is the bottleneck). Zero client errors "
+           "in every run.")
+COLUMNS = ["server", "clients", "bytes", "seconds", "requests_per_sec", "errors", "server_user_s", "server_sys_s",
+           "server_cpu_us_per_req"]
+KEY = ["server", "clients", "bytes"]
+METRICS = ["seconds", "requests_per_sec", "errors", "server_user_s", "server_sys_s", "server_cpu_us_per_req"]
+BUILDS = {"cpp", "go", "rust"}
+REPS = 3  # runs per cell, as issue 8 specifies (the lab's default of 5 would take 45 minutes)
+
+SERVERS = ["corio-uring", "corio-epoll", "c-uring", "c-epoll", "go", "tokio", "asio"]
+PEERS = ["c-uring", "c-epoll", "go", "tokio", "asio"]  # what corio-uring must match or beat
+CORIO_BINARY = "corio_echo_server"
+CLIENTS = [1, 50, 150, 300, 500]
+BYTES = [128, 512, 1000]
+QUICK_CELLS = [(1, 128), (50, 512), (500, 1000)]  # 1 and 500 clients, and every size, once
+SECONDS_FULL, SECONDS_QUICK = 5.0, 1.0
+SECONDS_ENV = "ECHO_SECONDS"  # shorter windows for a faster full run (bench/scenarios.md, "Duration")
+OVERHEAD_S = 0.15  # per run beyond its window: start, probe, connect, stop (0.05-0.15 s on the lab's VM)
+CPU_FROM_CLIENTS = 50  # the CPU-per-request targets start here (below, every server mostly waits)
+LOADGEN = Path(__file__).resolve().parents[1] / "loadgen"
+
+
+def _servers(ctx: Context) -> dict[str, list[str]]:
+    """Each row's command line; echo_cell.py puts the port where `{port}` is."""
+    corio = [ctx.cpp_binary(CORIO_BINARY), "--port", "{port}", "--threads", "1", "--backend"]
+    return {
+        "corio-uring": corio + ["io_uring"],
+        "corio-epoll": corio + ["epoll"],
+        "c-uring": [ctx.cpp_binary("c_uring_server"), "--port", "{port}"],
+        "c-epoll": [ctx.cpp_binary("c_epoll_server"), "--port", "{port}"],
+        "go": [ctx.go_binary("echo"), "--port", "{port}"],
+        "tokio": [ctx.rust_binary("echo"), "--port", "{port}"],
+        "asio": [ctx.cpp_binary("asio_server"), "--port", "{port}"],
+    }
+
+
+def _seconds(ctx: Context) -> float:
+    if ctx.quick:
+        return SECONDS_QUICK
+    raw = os.environ.get(SECONDS_ENV)
+    if not raw:
+        return SECONDS_FULL
+    seconds = float(raw)
+    if not 0 < seconds <= 60:
+        raise ValueError(f"{SECONDS_ENV}={raw}: wants seconds in (0, 60]")
+    return seconds
+
+
+def cells(ctx: Context) -> list[Cell]:
+    servers = _servers(ctx)
+    if not Path(servers["corio-uring"][0]).exists():
+        # bench/cpp/echo skips corio_echo_server until examples/echo_server.cpp and corio/net/ exist.
+        print(f"[echo] corio-uring, corio-epoll: unavailable (no {CORIO_BINARY}: examples/echo_server.cpp or the "
+              "installed corio's corio/net/ is missing); running the other rows", file=sys.stderr, flush=True)
+        servers = {name: argv for name, argv in servers.items() if not name.startswith("corio-")}
+    seconds = _seconds(ctx)
+    matrix = QUICK_CELLS if ctx.quick else [(clients, size) for size in BYTES for clients in CLIENTS]
+    made = []
+    for clients, size in matrix:
+        for name, server in servers.items():
+            argv = [sys.executable, str(LOADGEN / "echo_cell.py"), "--name", name, "--client",
+                    ctx.cpp_binary("echo_load"), "--clients", str(clients), "--bytes", str(size),
+                    "--seconds", f"{seconds:g}", "--"] + server
+            made.append(Cell(f"{name} clients={clients} bytes={size}", argv))
+    expected = len(made) * ctx.reps * (seconds + OVERHEAD_S)
+    print(f"[echo] {len(made)} cells x {ctx.reps} runs of {seconds:g} s: about {int(expected // 60)}m"
+          f"{int(expected % 60):02d}s", file=sys.stderr, flush=True)
+    return made
+
+
+def _sorted(results: Results, column: str) -> list[str]:
+    return sorted(results.distinct(column), key=int)
+
+
+def _of_bytes(results: Results, size: str) -> Results:
+    return Results([row for row in results.rows if row.values["bytes"] == size], results.meta)
+
+
+def _value(results: Results, server: str, clients: str, size: str, metric: str) -> float | None:
+    row = results.find(server=server, clients=clients, bytes=size)
+    return None if row is None else row.median(metric)
+
+
+def _metric_table(results: Results, metric: str, digits: int, scale: float) -> str:
+    clients = _sorted(results, "clients")
+    rows = []
+    for size in _sorted(results, "bytes"):
+        for server in SERVERS:
+            found = [results.find(server=server, clients=c, bytes=size) for c in clients]
+            if any(found):
+                rows.append([f"`{server}`", size] + [spread(row, metric, digits, scale) for row in found])
+    return markdown_table(["server", "bytes"] + [f"clients={c}" for c in clients], rows)
+
+
+def table(results: Results) -> str:
+    text = ("Requests per second, thousands:\n\n" + _metric_table(results, "requests_per_sec", 1, 1e-3)
+            + "\n\nServer CPU microseconds per request (user + system):\n\n"
+            + _metric_table(results, "server_cpu_us_per_req", 2, 1.0))
+    if not any(server.startswith("corio-") for server in results.distinct("server")):
+        text += ("\n\n**The corio rows are unavailable**: `corio_echo_server` was not built, because "
+                 "`examples/echo_server.cpp` or the installed corio's `corio/net/` headers are missing.")
+    return text
+
+
+def chart(results: Results, path) -> None:
+    sizes = _sorted(results, "bytes")
+    clients = _sorted(results, "clients")
+    series = [server for server in SERVERS if server in results.distinct("server")]
+    fig, axes = charts.figure(2 * len(sizes), "echo: requests per second (top, higher is better) and server CPU per "
+                              "request (bottom, lower is better); median, min-max", columns=len(sizes))
+    for column, size in enumerate(sizes):
+        of_size = _of_bytes(results, size)
+        top, bottom = axes[column], axes[len(sizes) + column]
+        charts.lines(top, of_size, "requests_per_sec", series, clients, "clients", "clients", "requests / s",
+                     log=False, series_column="server")
+        top.set_title(f"{size} bytes")
+        for ax in (top, bottom):
+            ax.set_ylim(bottom=0)  # from zero, so ratios between servers read off the heights
+        charts.lines(bottom, of_size, "server_cpu_us_per_req", series, clients, "clients", "clients",
+                     "server CPU µs / request", log=False, series_column="server")
+    charts.save(fig, path)
+
+
+def _across(claim: str, cells: list[tuple[str, str]], pairs, limit: float, higher: bool) -> Target:
+    """One target over many cells: the worst cell's ratio decides, and every cell that misses is named."""
+    if not cells:
+        return Target(claim, "no cells", None, f"{'>=' if higher else '<='} {limit:g}x", False)
+    ratios = []
+    for clients, size in cells:
+        numerator, denominator = pairs(clients, size)
+        if numerator is None or denominator is None or denominator <= 0:
+            return Target(claim, f"no data at clients={clients} bytes={size}", None,
+                          f"{'>=' if higher else '<='} {limit:g}x", False)
+        ratios.append((numerator / denominator, clients, size, numerator, denominator))
+    ratio, clients, size, numerator, denominator = (min if higher else max)(ratios)
+    missed = [f"c={c} b={b} {r:.2f}x" for r, c, b, _, _ in ratios if (r < limit if higher else r > limit)]
+    where = f"{len(cells)} cells; worst clients={clients} bytes={size}"
+    if missed:
+        where += f"; missed in {len(missed)}: " + ", ".join(missed)
+    check = at_least if higher else at_most
+    return check(claim, where, numerator, denominator, limit)
+
+
+def targets(results: Results) -> list:
+    cells = [(c, b) for b in _sorted(results, "bytes") for c in _sorted(results, "clients")
+             if any(row.values["clients"] == c and row.values["bytes"] == b for row in results.rows)]
+    busy = [(c, b) for c, b in cells if int(c) >= CPU_FROM_CLIENTS]
+
+    def ratio_of(metric, numerator, denominator):
+        return lambda c, b: (_value(results, numerator, c, b, metric), _value(results, denominator, c, b, metric))
+
+    found = [_across(f"corio-uring req/s / {peer}'s", cells, ratio_of("requests_per_sec", "corio-uring", peer), 1,
+                     higher=True) for peer in PEERS]
+    if busy:
+        found += [_across(f"corio-uring CPU/request / {peer}'s", busy,
+                          ratio_of("server_cpu_us_per_req", "corio-uring", peer), 1, higher=False) for peer in PEERS]
+    found.append(_across("corio-epoll req/s / c-epoll's", cells, ratio_of("requests_per_sec", "corio-epoll", "c-epoll"),
+                         0.95, higher=True))
+    return found
