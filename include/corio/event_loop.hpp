@@ -136,7 +136,7 @@ class event_loop final : private detail::executor {
   void report_unhandled(std::exception_ptr failure) noexcept override;
   std::shared_ptr<const detail::failure_sink> unhandled_sink() const noexcept override { return sink_; }
   detail::timer_queue& timers() noexcept override { return timers_; }
-  void earliest_timer_changed() noexcept override { parker_.unpark_if_parked(); }
+  void earliest_timer_changed() noexcept override { parker_->unpark_if_parked(); }
 
   friend struct detail::schedule_on_awaiter;
   void accept_hop(detail::promise_base* chain, std::coroutine_handle<> handle);
@@ -146,7 +146,7 @@ class event_loop final : private detail::executor {
   void rethrow_pending_error();
 
   detail::run_queue ready_;
-  detail::parker parker_;
+  std::shared_ptr<detail::parker> parker_ = std::make_shared<detail::parker>();  // shared with producers
   detail::post_queue posts_;
   detail::timer_queue timers_;
   detail::root_registry roots_;

@@ -121,7 +121,7 @@ void event_loop::accept_hop(detail::promise_base* chain, std::coroutine_handle<>
 
 void event_loop::stop() noexcept {
   posts_.close();
-  parker_.unpark_if_parked();
+  parker_->unpark_if_parked();
 }
 
 void event_loop::schedule(std::coroutine_handle<> handle) noexcept {
@@ -200,12 +200,12 @@ void event_loop::run() {
     if (posts_arrive_soon()) {
       continue;
     }
-    parker_.prepare_park();
+    parker_->prepare_park();
     if (stopped() || posts_.has_pending()) {
-      parker_.cancel_park();
+      parker_->cancel_park();
       continue;
     }
-    parker_.park(timers_.time_until_earliest());
+    parker_->park(timers_.time_until_earliest());
   }
   // Functors accepted before the stop still run (the queue is closed, so this ends): a producer that
   // posts, then makes another thread call stop(), sees its work done, whatever the drain order.

@@ -46,8 +46,9 @@ thread_local constinit last_channel_cache last_channel{0, nullptr};
 
 // ---------------------------------------------------------------- post_channel
 
-post_channel::post_channel(std::uint64_t queue_id)
-    : producer_segment_(new post_segment), consumer_segment_(producer_segment_), queue_id_(queue_id) {}
+post_channel::post_channel(std::uint64_t queue_id, std::shared_ptr<parker> consumer)
+    : consumer_(std::move(consumer)),
+      producer_segment_(new post_segment), consumer_segment_(producer_segment_), queue_id_(queue_id) {}
 
 post_channel::~post_channel() {
   discard();
@@ -146,8 +147,8 @@ void post_channel::release() noexcept {
 
 // ---------------------------------------------------------------- post_queue
 
-post_queue::post_queue(parker& consumer_parker)
-    : consumer_parker_(consumer_parker), id_(next_queue_id.fetch_add(1, std::memory_order_relaxed)) {}
+post_queue::post_queue(std::shared_ptr<parker> consumer_parker)
+    : consumer_parker_(std::move(consumer_parker)), id_(next_queue_id.fetch_add(1, std::memory_order_relaxed)) {}
 
 post_queue::~post_queue() {
   close();
@@ -165,7 +166,7 @@ post_queue::~post_queue() {
 post_channel& post_queue::find_or_register_channel() {
   post_channel* channel = this_thread_channels.find(id_);
   if (channel == nullptr) {
-    channel = new post_channel(id_);
+    channel = new post_channel(id_, consumer_parker_);
     this_thread_channels.channels.push_back(channel);
     post_channel* head = incoming_.load(std::memory_order_relaxed);
     do {
@@ -176,7 +177,6 @@ post_channel& post_queue::find_or_register_channel() {
   return *channel;
 }
 
-void post_queue::wake_consumer() noexcept { consumer_parker_.unpark_if_parked(); }
 
 void post_queue::adopt_incoming() noexcept {
   if (incoming_.load(std::memory_order_relaxed) == nullptr) {

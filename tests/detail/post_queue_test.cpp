@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include <array>
 #include <thread>
 #include <vector>
@@ -10,7 +12,7 @@
 namespace {
 
 TEST(post_queue, drain_respects_the_budget) {
-  corio::detail::parker parker;
+  auto parker = std::make_shared<corio::detail::parker>();
   corio::detail::post_queue queue(parker);
   int ran = 0;
   for (int i = 0; i < 10; ++i) {
@@ -24,7 +26,7 @@ TEST(post_queue, drain_respects_the_budget) {
 }
 
 TEST(post_queue, reuses_segments_in_steady_state) {
-  corio::detail::parker parker;
+  auto parker = std::make_shared<corio::detail::parker>();
   corio::detail::post_queue queue(parker);
   long sum = 0;
   for (int round = 0; round < 100; ++round) {
@@ -39,7 +41,7 @@ TEST(post_queue, reuses_segments_in_steady_state) {
 // Records of 16 to 72 bytes make segments end at every possible offset, so the end-of-segment marker
 // and the exact-fit case are both crossed many times.
 TEST(post_queue, mixed_size_records_keep_fifo_order_across_segments) {
-  corio::detail::parker parker;
+  auto parker = std::make_shared<corio::detail::parker>();
   corio::detail::post_queue queue(parker);
   std::vector<int> seen;
   int next = 0;
@@ -77,7 +79,7 @@ TEST(post_queue, mixed_size_records_keep_fifo_order_across_segments) {
 }
 
 TEST(post_queue, closed_queue_refuses_pushes) {
-  corio::detail::parker parker;
+  auto parker = std::make_shared<corio::detail::parker>();
   corio::detail::post_queue queue(parker);
   queue.close();
   EXPECT_FALSE(queue.push([] {}));
@@ -85,8 +87,8 @@ TEST(post_queue, closed_queue_refuses_pushes) {
 }
 
 TEST(post_queue, one_thread_can_feed_several_queues) {
-  corio::detail::parker parker_a;
-  corio::detail::parker parker_b;
+  auto parker_a = std::make_shared<corio::detail::parker>();
+  auto parker_b = std::make_shared<corio::detail::parker>();
   corio::detail::post_queue a(parker_a);
   corio::detail::post_queue b(parker_b);
   std::vector<char> order;

@@ -55,6 +55,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -121,7 +122,7 @@ struct post_segment {
 
 class post_channel {
  public:
-  explicit post_channel(std::uint64_t queue_id);
+  post_channel(std::uint64_t queue_id, std::shared_ptr<parker> consumer);
   ~post_channel();
   post_channel(const post_channel&) = delete;
   post_channel& operator=(const post_channel&) = delete;
@@ -142,6 +143,9 @@ class post_channel {
     }
     tail_.store(++producer_tail_, std::memory_order_seq_cst);
   }
+  /// After a push: wakes the consumer if it is parked. The parker is shared, so this stays valid
+  /// even if the consumer's loop was destroyed right after it ran what was just pushed.
+  void wake_consumer() noexcept { consumer_->unpark_if_parked(); }
 
   // ---- consumer side ----
   bool has_pending() const noexcept { return tail_.load(std::memory_order_seq_cst) != head_; }
@@ -167,6 +171,7 @@ class post_channel {
   void consume_one(bool run);
 
   // Producer-private.
+  const std::shared_ptr<parker> consumer_;
   post_segment* producer_segment_;
   std::size_t producer_offset_ = 0;
   std::uint64_t producer_tail_ = 0;
@@ -201,7 +206,9 @@ extern thread_local constinit last_channel_cache last_channel;
 
 class post_queue {
  public:
-  explicit post_queue(parker& consumer_parker);
+  /// `consumer_parker` is shared with every channel, so a producer still inside push() after the loop
+  /// was destroyed (it already ran the functor) wakes a parker that is still there.
+  explicit post_queue(std::shared_ptr<parker> consumer_parker);
   ~post_queue();
   post_queue(const post_queue&) = delete;
   post_queue& operator=(const post_queue&) = delete;
@@ -212,8 +219,9 @@ class post_queue {
     if (closed_.load(std::memory_order_relaxed)) {
       return false;
     }
-    channel_for_this_thread().push(std::forward<F>(functor));
-    wake_consumer();
+    post_channel& channel = channel_for_this_thread();
+    channel.push(std::forward<F>(functor));
+    channel.wake_consumer();  // touches only the channel (kept alive by this thread) and the parker
     return true;
   }
 
@@ -233,11 +241,10 @@ class post_queue {
     return last_channel.queue_id == id_ ? *last_channel.channel : find_or_register_channel();
   }
   post_channel& find_or_register_channel();
-  void wake_consumer() noexcept;
   void adopt_incoming() noexcept;
   void free_abandoned_channels() noexcept;
 
-  parker& consumer_parker_;
+  const std::shared_ptr<parker> consumer_parker_;
   const std::uint64_t id_;
   std::atomic<bool> closed_{false};
   std::atomic<post_channel*> incoming_{nullptr};
