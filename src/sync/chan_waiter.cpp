@@ -116,12 +116,13 @@ bool chan_waiter::suspend(std::coroutine_handle<> self, const std::stop_token* s
   if (shape_.timer != nullptr) {
     arm_timer();
   }
+  parked_ = true;  // before arming: once armed, this frame may already be running elsewhere
   std::uint32_t before = decision_.fetch_or(1u, std::memory_order_acq_rel);
   if ((before >> 1) == 0) {
-    parked_ = true;
     return true;  // armed: from here on a claimer may resume us: touch nothing
   }
   // Decided while registering; nobody will schedule us. Spend the budget as any completion does.
+  parked_ = false;
   if (spend_coop_budget()) {
     current_executor->yield_current(self);
     return true;

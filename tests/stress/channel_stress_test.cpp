@@ -7,6 +7,7 @@
 #include <corio/event_loop.hpp>
 #include <corio/join_handle.hpp>
 #include <corio/runtime.hpp>
+#include <corio/select.hpp>
 #include <corio/sync_wait.hpp>
 #include <corio/task.hpp>
 #include <corio/wait_group.hpp>
@@ -331,6 +332,96 @@ TEST(channel_stress, runtime_shutdown_with_tasks_blocked_on_channels_destroys_ev
       EXPECT_LE(delivered.load(), received.load() + left) << "round " << round;
     }
     EXPECT_EQ(counts.alive.load(), 0) << "round " << round;
+  }
+}
+
+// Two channels; senders that each offer one value to both at once (select of two sends), receivers
+// that select over both with a racing timeout, single-channel receivers, and a select receiver
+// cancelled mid-way. A losing branch that consumed a message or took a slot would show up as a value
+// received twice, received but never reported delivered, or a sender's kept value changed.
+TEST(channel_stress, select_never_consumes_from_a_losing_branch) {
+  using namespace std::chrono_literals;
+  constexpr int rounds = 8;
+  constexpr int senders = 2;
+  constexpr long per_sender = 1500;
+  constexpr long id_space = 2 * senders * per_sender;  // ids: sender, channel, sequence
+  corio::runtime rt(corio::runtime::options{.workers = 2});
+  std::minstd_rand random(7);
+  for (int round = 0; round < rounds; ++round) {
+    auto [a_tx, a_rx] = corio::channel<long>(round % 2);
+    auto [b_tx, b_rx] = corio::channel<long>((round / 2) % 2);
+    std::vector<std::atomic<int>> delivered(id_space);
+    std::vector<std::atomic<int>> received(id_space);
+    std::atomic<int> changed_losers{0};
+    std::atomic<long> timeouts{0};
+    std::vector<corio::join_handle<void>> tasks;
+    for (int p = 0; p < senders; ++p) {
+      tasks.push_back(rt.spawn([](corio::sender<long> a, corio::sender<long> b, long p, std::vector<std::atomic<int>>& delivered,
+                                  std::atomic<int>& changed) -> corio::task<void> {
+        long next[2] = {0, 0};
+        while (next[0] + next[1] < per_sender) {
+          long ids[2] = {(p * 2 + 0) * per_sender + next[0], (p * 2 + 1) * per_sender + next[1]};
+          long values[2] = {ids[0], ids[1]};
+          auto r = co_await corio::select(a.send(std::move(values[0])), b.send(std::move(values[1])));
+          std::size_t won = r.index();
+          EXPECT_TRUE(won == 0 ? bool(std::get<0>(r)) : bool(std::get<1>(r)));
+          delivered[static_cast<std::size_t>(ids[won])].fetch_add(1);
+          if (values[1 - won] != ids[1 - won]) {
+            changed.fetch_add(1);
+          }
+          ++next[won];
+        }
+      }(a_tx, b_tx, p, delivered, changed_losers)));
+    }
+    auto select_receiver = [](corio::receiver<long> a, corio::receiver<long> b, std::vector<std::atomic<int>>& received,
+                              std::atomic<long>& timeouts) -> corio::task<void> {
+      bool closed[2] = {false, false};
+      while (!closed[0] || !closed[1]) {
+        auto r = co_await corio::select(a.recv(), b.recv(), corio::after(50us));
+        if (r.index() == 2) {
+          timeouts.fetch_add(1, std::memory_order_relaxed);
+          continue;
+        }
+        const std::optional<long>& id = r.index() == 0 ? std::get<0>(r) : std::get<1>(r);
+        if (id) {
+          received[static_cast<std::size_t>(*id)].fetch_add(1);
+        } else {
+          closed[r.index()] = true;
+        }
+      }
+    };
+    auto plain_receiver = [](corio::receiver<long> rx, std::vector<std::atomic<int>>& received) -> corio::task<void> {
+      while (std::optional<long> id = co_await rx.recv()) {
+        received[static_cast<std::size_t>(*id)].fetch_add(1);
+      }
+    };
+    auto doomed = rt.spawn(select_receiver(a_rx, b_rx, received, timeouts));
+    tasks.push_back(rt.spawn(select_receiver(a_rx, b_rx, received, timeouts)));
+    tasks.push_back(rt.spawn(select_receiver(a_rx, b_rx, received, timeouts)));
+    tasks.push_back(rt.spawn(plain_receiver(a_rx, received)));
+    tasks.push_back(rt.spawn(plain_receiver(b_rx, received)));
+    { auto last = std::move(a_tx); }
+    { auto last = std::move(b_tx); }
+    std::this_thread::sleep_for(std::chrono::microseconds(random() % 1000));
+    doomed.cancel();
+    for (auto& task : tasks) {
+      corio::sync_wait(std::move(task));
+    }
+    try {
+      corio::sync_wait(std::move(doomed));
+    } catch (const corio::cancelled&) {
+    }
+    int mismatched = 0;
+    for (std::size_t id = 0; id < delivered.size(); ++id) {
+      mismatched += delivered[id].load() != received[id].load() || received[id].load() > 1 ? 1 : 0;
+    }
+    long total = 0;
+    for (const auto& n : received) {
+      total += n.load();
+    }
+    EXPECT_EQ(mismatched, 0) << "round " << round;
+    EXPECT_EQ(total, long{senders} * per_sender) << "round " << round;
+    EXPECT_EQ(changed_losers.load(), 0) << "round " << round;
   }
 }
 
