@@ -128,8 +128,9 @@ class send_awaiter {
   chan_waiter waiter_;
 };
 
-template <class T>
-channel_state<T>& checked(channel_state<T>* state, const char* operation);
+/// The state behind a handle, or corio::invalid_channel if the handle holds none.
+template <class State>
+State& checked(State* state, const char* operation);
 
 /// What sender and receiver share: a counted reference to the channel, close(), and the misuse check.
 /// `Sending` says which count the handle holds.
@@ -166,8 +167,8 @@ class channel_handle {
   channel_state<T>* state_ = nullptr;
 };
 
-template <class T>
-channel_state<T>& checked(channel_state<T>* state, const char* operation) {
+template <class State>
+State& checked(State* state, const char* operation) {
   if (state == nullptr) {
     throw invalid_channel(std::string("corio::") + operation +
                           ": the handle holds no channel (it was moved from or default-constructed)");

@@ -3,6 +3,7 @@
 // test checks an exact outcome: every delivered message received exactly once (and, without
 // cancellation, in each producer's order), counts of live values back to zero. A lost wake-up leaves
 // a task parked forever and the test hits its ctest timeout; TSan checks the rest.
+#include <corio/broadcast.hpp>
 #include <corio/channel.hpp>
 #include <corio/event_loop.hpp>
 #include <corio/join_handle.hpp>
@@ -11,6 +12,7 @@
 #include <corio/sync_wait.hpp>
 #include <corio/task.hpp>
 #include <corio/wait_group.hpp>
+#include <corio/yield.hpp>
 
 #include <gtest/gtest.h>
 
@@ -422,6 +424,57 @@ TEST(channel_stress, select_never_consumes_from_a_losing_branch) {
     EXPECT_EQ(mismatched, 0) << "round " << round;
     EXPECT_EQ(total, long{senders} * per_sender) << "round " << round;
     EXPECT_EQ(changed_losers.load(), 0) << "round " << round;
+  }
+}
+
+// A fast sender and receivers of different speeds on two workers: each receiver's values are
+// consecutive except where it was told it lagged, and the gap is exactly the count it was told.
+TEST(channel_stress, broadcast_lag_counts_are_exact) {
+  constexpr int rounds = 10;
+  constexpr long messages = 5000;
+  constexpr int receivers = 3;
+  corio::runtime rt(corio::runtime::options{.workers = 2});
+  for (int round = 0; round < rounds; ++round) {
+    auto [tx, rx] = corio::broadcast<long>(1 + round % 8);
+    std::atomic<int> wrong{0};
+    std::atomic<long> lagged_total{0};
+    std::vector<corio::join_handle<void>> tasks;
+    for (int r = 0; r < receivers; ++r) {
+      tasks.push_back(rt.spawn([](corio::broadcast_receiver<long> rx, int slowness, std::atomic<int>& wrong,
+                                  std::atomic<long>& lagged_total) -> corio::task<void> {
+        long expected = 0;
+        for (long n = 0;; ++n) {
+          auto r = co_await rx.recv();
+          if (auto* value = std::get_if<long>(&r)) {
+            wrong.fetch_add(*value != expected ? 1 : 0);
+            expected = *value + 1;
+          } else if (auto* lag = std::get_if<corio::lagged>(&r)) {
+            wrong.fetch_add(lag->missed == 0 ? 1 : 0);
+            expected += static_cast<long>(lag->missed);
+            lagged_total.fetch_add(static_cast<long>(lag->missed));
+          } else {
+            break;
+          }
+          if (slowness != 0 && n % slowness == 0) {
+            co_await corio::yield();
+          }
+        }
+        wrong.fetch_add(expected != messages ? 1 : 0);  // received + missed == sent
+      }(r == 0 ? rx : tx.subscribe(), r, wrong, lagged_total)));
+    }
+    { auto moved = std::move(rx); }
+    tasks.push_back(rt.spawn([](corio::broadcast_sender<long> tx) -> corio::task<void> {
+      for (long i = 0; i < messages; ++i) {
+        EXPECT_TRUE(tx.send(long{i}));
+        if (i % 64 == 0) {
+          co_await corio::yield();
+        }
+      }
+    }(std::move(tx))));
+    for (auto& task : tasks) {
+      corio::sync_wait(std::move(task));
+    }
+    EXPECT_EQ(wrong.load(), 0) << "round " << round;
   }
 }
 
