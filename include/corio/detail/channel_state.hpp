@@ -19,8 +19,9 @@
 //  - a value given back by a receiver that won it but was cancelled (or destroyed) goes to the oldest
 //    parked receiver, else to the *front* of the buffer, which may then exceed `capacity_` (the ring
 //    grows on this rare path; blocked senders simply stay blocked until it is below capacity again).
-//    Caveat: if two receivers that won values are cancelled in the reverse of the order they won
-//    them, those two values come back in that reverse order;
+//    Caveats: if two receivers that won values are cancelled in the reverse of the order they won
+//    them, those two values come back in that reverse order; and a value given back after close()
+//    lands in the buffer, so a receiver may see it after another one already got nullopt;
 //  - every value that entered the channel is destroyed exactly once: by a receiver that took it, by
 //    discard_buffered() when the last receiver goes, or by the ring when the state is destroyed.
 // Lifetime: the state is reference counted by its handles (`handles_`). The last sender's drop
