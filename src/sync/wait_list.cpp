@@ -32,15 +32,15 @@ void spin_lock::wait_until_free() const noexcept {
   back_off_while([this] { return locked_.load(std::memory_order_relaxed); });
 }
 
-void waiter::wait_until_released() const noexcept {
+void parked_coroutine::wait_until_released() const noexcept {
   back_off_while([this] { return in_hand_.load(std::memory_order_acquire); });
 }
 
 // Runs without the lock. The node is read before it is released; once released it may be freed.
 void wake_batch::resume_all() noexcept {
   while (head_ != nullptr) {
-    waiter& w = *head_;
-    head_ = w.next_;
+    parked_coroutine& w = *head_;
+    head_ = w.batch_next_;
     executor* owner = w.owner_;
     std::coroutine_handle<> handle = w.handle_;
     if (owner != nullptr) {

@@ -26,10 +26,12 @@
 #include <thread>
 #include <vector>
 
+#include "support/cancel.hpp"
 #include "support/loops.hpp"
 
 namespace {
 
+using corio::test::cancellable_by;
 using corio::test::loop_thread;
 
 struct loop_pool {
@@ -41,13 +43,6 @@ struct loop_pool {
   loop_thread& operator[](std::size_t i) { return *loops[i % loops.size()]; }
   std::vector<std::unique_ptr<loop_thread>> loops;
 };
-
-// Gives `body` a cancellation token of the test's own, so a plain thread can cancel it mid-wait.
-corio::task<void> cancellable_by(const std::stop_token& token, corio::task<void> body) {
-  auto handle = body.release();
-  handle.promise().stop_ = &token;
-  return corio::task<void>(handle);
-}
 
 // One round of `tasks` workers spread over `loops`; every other one gets a stop source, which this
 // (plain) thread requests at a random moment while they run, so cancellations land on parked,

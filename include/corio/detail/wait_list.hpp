@@ -101,6 +101,30 @@ class spin_lock {
 
 class waiter;
 
+/// A coroutine parked by a waiter: what a waker still needs after it released the lock (where to
+/// resume it), and the `in_hand_` flag that keeps the frame alive until the waker is done with it.
+/// The base of `waiter` below and of the channels' `chan_waiter` (detail/chan_waiter.hpp), so both
+/// are woken by the same wake_batch under the same rules.
+class parked_coroutine {
+ public:
+  parked_coroutine() = default;
+  parked_coroutine(const parked_coroutine&) = delete;
+  parked_coroutine& operator=(const parked_coroutine&) = delete;
+
+ protected:
+  ~parked_coroutine() = default;
+  /// Spins (then yields) until no waker holds this coroutine.
+  void wait_until_released() const noexcept;
+
+  std::coroutine_handle<> handle_;
+  executor* owner_ = nullptr;
+  std::atomic<bool> in_hand_{false};  // a waker still reads this node or schedules it (see above)
+
+ private:
+  friend class wake_batch;
+  parked_coroutine* batch_next_ = nullptr;  // the wake_batch chain; written under the list's lock
+};
+
 /// Waiters that a waker (or a canceller) took off a list under its lock. The batch wakes them,
 /// oldest first, when it is destroyed: declare it before the lock guard, so that it runs after the
 /// lock is released and never touches the primitive.
@@ -115,14 +139,14 @@ class wake_batch {
     }
   }
 
+  /// Lock held: `w` was taken off its list and its outcome decided; it is woken after the unlock.
+  void push(parked_coroutine& w) noexcept;
+
  private:
-  friend class wait_list;
-  friend class waiter;
-  void push(waiter& w) noexcept;
   void resume_all() noexcept;
 
-  waiter* head_ = nullptr;
-  waiter* tail_ = nullptr;
+  parked_coroutine* head_ = nullptr;
+  parked_coroutine* tail_ = nullptr;
 };
 
 /// The FIFO of parked waiters of one primitive, and the lock that guards it and the primitive's state.
@@ -160,7 +184,7 @@ class wait_list {
 /// One coroutine parked, or about to park, on a wait_list: the awaiter of every sync primitive's
 /// wait (derived awaiters add a result). Lives in the awaiting frame; not movable. The primitive
 /// describes itself with an `operations` table and a context pointer (itself).
-class waiter {
+class waiter : public parked_coroutine {
  public:
   struct operations {
     /// Lock held: takes what the waiter waits for if it is available now; false to wait.
@@ -230,12 +254,9 @@ class waiter {
 
   void cancel() noexcept;
   void abandon() noexcept;
-  void wait_until_released() const noexcept;
 
   waiter* prev_ = nullptr;
   waiter* next_ = nullptr;
-  std::coroutine_handle<> handle_;
-  executor* owner_ = nullptr;
   wait_list* list_;
   void* context_;
   const operations* ops_;
@@ -243,7 +264,6 @@ class waiter {
   state state_ = state::idle;  // guarded by the list's lock until the coroutine resumes
   bool cancellable_;
   bool suspended_ = false;  // the coroutine is parked on the list; touched by its own thread only
-  std::atomic<bool> in_hand_{false};  // a waker still reads this node or schedules it (see above)
   std::optional<std::stop_callback<on_stop>> stop_callback_;
 };
 
@@ -297,11 +317,11 @@ inline bool wait_list::wake_one(wake_batch& woken) noexcept {
 }
 
 // Lock held; `w` is unlinked and its state decided.
-inline void wake_batch::push(waiter& w) noexcept {
+inline void wake_batch::push(parked_coroutine& w) noexcept {
   w.in_hand_.store(true, std::memory_order_relaxed);  // published by the lock's release
-  w.next_ = nullptr;
+  w.batch_next_ = nullptr;
   if (tail_ != nullptr) {
-    tail_->next_ = &w;
+    tail_->batch_next_ = &w;
   } else {
     head_ = &w;
   }

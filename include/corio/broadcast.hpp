@@ -1,0 +1,252 @@
+#pragma once
+// corio::broadcast<T>: every receiver sees every message; a receiver that falls too far behind is
+// told how many it missed and continues (tokio's broadcast).
+//
+// Design note.
+// Purpose: fan-out of events to many subscribers without letting a slow one block the sender.
+// State: a ring of `capacity` slots holding the last `capacity` messages, the sequence number of the
+//   next message (`tail`), the number of live receivers and `closed` (every sender gone), all guarded
+//   by one wait_list's lock (detail/wait_list.hpp holds the parking, cancellation and shutdown
+//   protocol). Message `s` lives in slot `s % capacity` while s >= tail - capacity. Each receiver
+//   keeps the sequence number it will read next. Two allocations per broadcast (the state, the ring).
+// Invariants: tail only grows; a send never waits (it overwrites the oldest slot); a receiver whose
+//   next sequence fell below tail - capacity gets lagged{missed = tail - capacity - next} once and
+//   continues at tail - capacity, so received + the sum of missed counts equals what was sent after
+//   it subscribed; a receiver waits only while next == tail and a sender lives. A wait consumes
+//   nothing (each receiver copies the message out), so a cancelled wait has nothing to give back.
+// Threads: every member is thread-safe; one handle object per task at a time. T is copied to each
+//   receiver under the lock: keep it cheap to copy (or share it with std::shared_ptr<const U>).
+// Rejected: one channel per subscriber (a send costs O(receivers) locks and one slow receiver blocks
+//   everyone or grows without bound).
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <utility>
+#include <variant>
+
+#include <corio/channel.hpp>
+#include <corio/detail/wait_list.hpp>
+
+namespace corio {
+
+/// A broadcast receive that fell behind: `missed` messages were overwritten before it read them.
+struct lagged {
+  std::uint64_t missed;
+  friend bool operator==(const lagged&, const lagged&) = default;
+};
+
+/// A broadcast receive after every sender is gone and every message was read.
+struct broadcast_closed {
+  friend bool operator==(const broadcast_closed&, const broadcast_closed&) = default;
+};
+
+/// What a broadcast receive yields: the next message, how many were missed, or closed.
+template <class T>
+using broadcast_result = std::variant<T, lagged, broadcast_closed>;
+
+template <class T>
+class broadcast_sender;
+template <class T>
+class broadcast_receiver;
+
+namespace detail {
+
+template <class T>
+struct broadcast_state {
+  explicit broadcast_state(std::size_t capacity) : slots(std::make_unique<std::optional<T>[]>(capacity)), capacity(capacity) {}
+  wait_list waiters;  // its lock guards the members below
+  std::unique_ptr<std::optional<T>[]> slots;
+  std::size_t capacity;
+  std::uint64_t tail = 0;
+  std::size_t senders = 1;
+  std::size_t receivers = 1;
+  bool closed = false;
+
+  // Lock held. The next result for a receiver at `next`, or nothing yet.
+  std::optional<broadcast_result<T>> take(std::uint64_t& next) {
+    std::uint64_t oldest = tail > capacity ? tail - capacity : 0;
+    if (next < oldest) {
+      std::uint64_t missed = oldest - next;
+      next = oldest;
+      return broadcast_result<T>(lagged{missed});
+    }
+    if (next < tail) {
+      broadcast_result<T> result(std::in_place_index<0>, *slots[next % capacity]);  // may throw: next unchanged
+      ++next;
+      return result;
+    }
+    if (closed) {
+      return broadcast_result<T>(broadcast_closed{});
+    }
+    return std::nullopt;
+  }
+};
+
+template <class T>
+class broadcast_recv_awaiter : public waiter {
+ public:
+  explicit broadcast_recv_awaiter(broadcast_receiver<T>& receiver) noexcept
+      : waiter(receiver.state_->waiters, &receiver, ops), receiver_(&receiver) {}
+  broadcast_result<T> await_resume() {
+    waiter::await_resume();
+    broadcast_state<T>& state = *receiver_->state_;
+    std::lock_guard guard(state.waiters.mutex());
+    return *state.take(receiver_->next_);  // ready() held under the lock, and nothing takes it back
+  }
+
+ private:
+  static bool ready(void* context) noexcept {  // under the lock
+    auto& receiver = *static_cast<broadcast_receiver<T>*>(context);
+    return receiver.next_ != receiver.state_->tail || receiver.state_->closed;
+  }
+  static constexpr operations ops{&ready, nullptr};
+  broadcast_receiver<T>* receiver_;
+};
+
+}  // namespace detail
+
+/// The sending half of a broadcast. Copyable; when the last sender is gone, receivers read what is
+/// left and then get broadcast_closed. Throws corio::invalid_channel when moved from.
+template <class T>
+class broadcast_sender {
+ public:
+  broadcast_sender() noexcept = default;
+  broadcast_sender(const broadcast_sender& other) : state_(other.state_) {
+    if (state_) {
+      std::lock_guard guard(state_->waiters.mutex());
+      ++state_->senders;
+    }
+  }
+  broadcast_sender(broadcast_sender&&) noexcept = default;
+  broadcast_sender& operator=(broadcast_sender other) noexcept {
+    std::swap(state_, other.state_);
+    return *this;
+  }
+  ~broadcast_sender() {
+    if (!state_) {
+      return;
+    }
+    detail::wake_batch woken;
+    std::lock_guard guard(state_->waiters.mutex());
+    if (--state_->senders == 0) {
+      state_->closed = true;
+      state_->waiters.wake_all(woken);
+    }
+  }
+
+  /// Publishes `value` to every current receiver without waiting (overwriting the oldest message if
+  /// the ring is full). Returns false, with `value` untouched, if there is no receiver.
+  bool send(T&& value) {
+    detail::broadcast_state<T>& state = detail::checked(state_.get(), "broadcast_sender::send");
+    std::optional<T> overwritten;  // destroyed after the lock is released
+    detail::wake_batch woken;
+    std::lock_guard guard(state.waiters.mutex());
+    if (state.receivers == 0) {
+      return false;
+    }
+    std::optional<T>& slot = state.slots[state.tail % state.capacity];
+    if (slot) {
+      overwritten.emplace(std::move(*slot));
+    }
+    slot.emplace(std::move(value));
+    ++state.tail;
+    state.waiters.wake_all(woken);
+    return true;
+  }
+  bool send(const T& value) {
+    T copy(value);
+    return send(std::move(copy));
+  }
+
+  /// A new receiver that sees the messages sent from now on.
+  [[nodiscard]] broadcast_receiver<T> subscribe() const {
+    detail::broadcast_state<T>& state = detail::checked(state_.get(), "broadcast_sender::subscribe");
+    std::lock_guard guard(state.waiters.mutex());
+    ++state.receivers;
+    return broadcast_receiver<T>(state_, state.tail);
+  }
+
+ private:
+  template <class U>
+  friend std::pair<broadcast_sender<U>, broadcast_receiver<U>> broadcast(std::size_t);
+  explicit broadcast_sender(std::shared_ptr<detail::broadcast_state<T>> state) noexcept : state_(std::move(state)) {}
+  std::shared_ptr<detail::broadcast_state<T>> state_;
+};
+
+/// A receiving half of a broadcast: it reads every message sent after it subscribed, in order.
+/// Copyable (the copy continues from the same position). Throws corio::invalid_channel when moved from.
+///
+///     auto [tx, rx] = corio::broadcast<event>(64);
+///     for (;;) {
+///       auto r = co_await rx.recv();
+///       if (auto* e = std::get_if<event>(&r)) handle(*e);
+///       else if (auto* l = std::get_if<corio::lagged>(&r)) log_missed(l->missed);
+///       else break;  // corio::broadcast_closed
+///     }
+template <class T>
+class broadcast_receiver {
+ public:
+  broadcast_receiver() noexcept = default;
+  broadcast_receiver(const broadcast_receiver& other) : state_(other.state_), next_(other.next_) {
+    if (state_) {
+      std::lock_guard guard(state_->waiters.mutex());
+      ++state_->receivers;
+    }
+  }
+  broadcast_receiver(broadcast_receiver&& other) noexcept
+      : state_(std::move(other.state_)), next_(other.next_) {}
+  broadcast_receiver& operator=(broadcast_receiver other) noexcept {
+    std::swap(state_, other.state_);
+    std::swap(next_, other.next_);
+    return *this;
+  }
+  ~broadcast_receiver() {
+    if (state_) {
+      std::lock_guard guard(state_->waiters.mutex());
+      --state_->receivers;
+    }
+  }
+
+  /// `co_await rx.recv()` yields the next message (a copy), lagged{n} if n messages were overwritten
+  /// before this receiver read them (it then continues with the oldest one kept), or broadcast_closed
+  /// once every sender is gone and everything was read. Resumes on the executor it suspended on;
+  /// cancellation throws corio::cancelled and skips nothing.
+  [[nodiscard]] detail::broadcast_recv_awaiter<T> recv() {
+    detail::checked(state_.get(), "broadcast_receiver::recv");
+    return detail::broadcast_recv_awaiter<T>(*this);
+  }
+
+  /// Never suspends: the next result, or nullopt if nothing new has been sent.
+  [[nodiscard]] std::optional<broadcast_result<T>> try_recv() {
+    detail::broadcast_state<T>& state = detail::checked(state_.get(), "broadcast_receiver::try_recv");
+    std::lock_guard guard(state.waiters.mutex());
+    return state.take(next_);
+  }
+
+ private:
+  friend class broadcast_sender<T>;
+  friend class detail::broadcast_recv_awaiter<T>;
+  template <class U>
+  friend std::pair<broadcast_sender<U>, broadcast_receiver<U>> broadcast(std::size_t);
+  broadcast_receiver(std::shared_ptr<detail::broadcast_state<T>> state, std::uint64_t next) noexcept
+      : state_(std::move(state)), next_(next) {}
+
+  std::shared_ptr<detail::broadcast_state<T>> state_;
+  std::uint64_t next_ = 0;
+};
+
+/// A connected broadcast keeping the last `capacity` messages (> 0; std::invalid_argument otherwise).
+template <class T>
+[[nodiscard]] std::pair<broadcast_sender<T>, broadcast_receiver<T>> broadcast(std::size_t capacity) {
+  if (capacity == 0) {
+    throw std::invalid_argument("corio::broadcast: capacity must be at least 1");
+  }
+  auto state = std::make_shared<detail::broadcast_state<T>>(capacity);
+  return {broadcast_sender<T>(state), broadcast_receiver<T>(state, 0)};
+}
+
+}  // namespace corio

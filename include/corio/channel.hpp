@@ -1,0 +1,364 @@
+#pragma once
+// corio::channel<T>: MPMC channels for coroutines (rendezvous, bounded, unbounded), with close,
+// cancellation, and blocking calls for plain threads. select over them is in <corio/select.hpp>.
+//
+// Design note. The shared state and its invariants are in detail/channel_state.hpp, the waiter
+// protocol (hand-off into parked frames, cancellation, frames destroyed mid-wait) in
+// detail/chan_waiter.hpp. This header only adds the handles and the awaiters.
+// Values handed back: a send keeps a pointer to the caller's object and moves from it only when the
+//   value is delivered (to a receiver or into the buffer). A send that fails (closed) or is cancelled
+//   leaves the caller's object untouched: nothing the user gave the channel is silently dropped.
+//   Consequence: `co_await tx.send(std::move(v))` is safe, but a send operation must be awaited in
+//   the full-expression that created it (do not store it; `send(const T&)` copies, so it is exempt).
+// Threads: handles may be copied, moved and used on any thread; a single handle object is not
+//   itself synchronised (like std::shared_ptr), so give each task its own copy.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include <corio/detail/chan_waiter.hpp>
+#include <corio/detail/channel_state.hpp>
+#include <corio/detail/executor.hpp>
+#include <corio/detail/promise_base.hpp>
+#include <corio/errors.hpp>
+#include <corio/sync_wait.hpp>
+
+namespace corio {
+
+/// Thrown when a channel handle that holds no channel (moved from or default-constructed) is used,
+/// and by the blocking calls when made on an event loop or runtime worker thread. A programmer error.
+class invalid_channel : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+/// What a non-blocking channel operation found.
+enum class channel_status : std::uint8_t {
+  ok,      ///< the value was sent / received
+  full,    ///< try_send: no room and no receiver waiting (the value was not touched)
+  empty,   ///< try_recv: nothing to receive yet
+  closed,  ///< the channel is closed (try_recv: closed *and* drained; try_send: the value was not touched)
+};
+
+/// The outcome of `co_await tx.send(v)`: true if the value was delivered to a receiver or buffered,
+/// false if the channel was closed (the caller's value is then untouched).
+class [[nodiscard]] send_result {
+ public:
+  constexpr explicit send_result(bool delivered) noexcept : delivered_(delivered) {}
+  /// True if the value was delivered or buffered.
+  constexpr operator bool() const noexcept { return delivered_; }  // NOLINT: `bool ok = co_await ...`
+  constexpr bool delivered() const noexcept { return delivered_; }
+
+ private:
+  bool delivered_;
+};
+
+/// The outcome of try_recv: the value if status is ok.
+template <class T>
+struct try_recv_result {
+  channel_status status;
+  std::optional<T> value;
+  explicit operator bool() const noexcept { return status == channel_status::ok; }
+};
+
+template <class T>
+class sender;
+template <class T>
+class receiver;
+template <class T>
+class recv_operation;
+template <class T>
+class send_operation;
+
+namespace detail {
+
+template <class T>
+class recv_awaiter {
+ public:
+  explicit recv_awaiter(channel_state<T>& state) noexcept
+      : node_(&state, channel_state<T>::recv_ops, &slot_, 0), waiter_(&node_ptr_, 1, select_shape{}) {}
+  recv_awaiter(const recv_awaiter&) = delete;
+  recv_awaiter& operator=(const recv_awaiter&) = delete;
+
+  bool await_ready() const noexcept { return false; }
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> self) {
+    return waiter_.suspend(self, stop_token_of(self));
+  }
+  std::optional<T> await_resume() {
+    waiter_.finish();
+    return std::move(slot_);
+  }
+
+ private:
+  std::optional<T> slot_;
+  chan_node node_;
+  chan_node* node_ptr_ = &node_;
+  chan_waiter waiter_;  // last: destroyed first, while the node and slot it may give back still exist
+};
+
+template <class T>
+class send_awaiter {
+ public:
+  send_awaiter(channel_state<T>& state, T* source, std::optional<T>&& copy) noexcept
+      : copy_(std::move(copy)),
+        node_(&state, channel_state<T>::send_ops, copy_ ? &*copy_ : source, 0),
+        waiter_(&node_ptr_, 1, select_shape{}) {}
+  send_awaiter(const send_awaiter&) = delete;
+  send_awaiter& operator=(const send_awaiter&) = delete;
+
+  bool await_ready() const noexcept { return false; }
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> self) {
+    return waiter_.suspend(self, stop_token_of(self));
+  }
+  send_result await_resume() {
+    waiter_.finish();
+    return send_result(node_.ok_);
+  }
+
+ private:
+  std::optional<T> copy_;  // send(const T&) sends this copy
+  chan_node node_;
+  chan_node* node_ptr_ = &node_;
+  chan_waiter waiter_;
+};
+
+/// The state behind a handle, or corio::invalid_channel if the handle holds none.
+template <class State>
+State& checked(State* state, const char* operation);
+
+/// What sender and receiver share: a counted reference to the channel, close(), and the misuse check.
+/// `Sending` says which count the handle holds.
+template <class T, bool Sending>
+class channel_handle {
+ public:
+  /// Closes the channel for everyone: parked senders fail, parked receivers drain then get nullopt.
+  /// Returns false if it was already closed.
+  bool close() { return checked(state_, "channel::close").close(); }
+  /// True once the channel is closed (by close(), or because every sender or every receiver is gone).
+  bool is_closed() const { return checked(state_, "channel::is_closed").closed(); }
+  /// True if this handle holds a channel.
+  explicit operator bool() const noexcept { return state_ != nullptr; }
+
+ protected:
+  channel_handle() noexcept = default;
+  explicit channel_handle(channel_state<T>* state) noexcept : state_(state) {}
+  channel_handle(const channel_handle& other) noexcept : state_(other.state_) {
+    if (state_ != nullptr) {
+      Sending ? state_->add_sender() : state_->add_receiver();
+    }
+  }
+  channel_handle(channel_handle&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+  channel_handle& operator=(channel_handle other) noexcept {
+    std::swap(state_, other.state_);
+    return *this;
+  }
+  ~channel_handle() {
+    if (state_ != nullptr) {
+      Sending ? state_->drop_sender() : state_->drop_receiver();
+    }
+  }
+
+  channel_state<T>* state_ = nullptr;
+};
+
+template <class State>
+State& checked(State* state, const char* operation) {
+  if (state == nullptr) {
+    throw invalid_channel(std::string("corio::") + operation +
+                          ": the handle holds no channel (it was moved from or default-constructed)");
+  }
+  return *state;
+}
+
+inline void refuse_on_executor(const char* operation) {
+  if (current_executor != nullptr) {
+    throw invalid_channel(std::string("corio::") + operation +
+                          ": blocking call on an event loop or runtime worker thread (it would block every task "
+                          "there); co_await the operation instead");
+  }
+}
+
+}  // namespace detail
+
+/// `co_await rx.recv()`, or a branch of corio::select. A description: it does nothing until awaited.
+template <class T>
+class recv_operation {
+ public:
+  detail::recv_awaiter<T> operator co_await() const noexcept { return detail::recv_awaiter<T>(*state_); }
+  detail::channel_state<T>& state() const noexcept { return *state_; }
+
+ private:
+  friend class receiver<T>;
+  explicit recv_operation(detail::channel_state<T>& state) noexcept : state_(&state) {}
+  detail::channel_state<T>* state_;
+};
+
+/// `co_await tx.send(v)`, or a branch of corio::select. It refers to the caller's value (see the note
+/// at the top): await it in the full-expression that made it.
+template <class T>
+class send_operation {
+ public:
+  detail::send_awaiter<T> operator co_await() && noexcept {
+    return detail::send_awaiter<T>(*state_, source_, std::move(copy_));
+  }
+  detail::channel_state<T>& state() const noexcept { return *state_; }
+  /// For select: the value to send (the caller's, or this operation's copy), and the copy.
+  T* source() noexcept { return source_; }
+  std::optional<T>& copy() noexcept { return copy_; }
+
+ private:
+  friend class sender<T>;
+  send_operation(detail::channel_state<T>& state, T* source, std::optional<T> copy) noexcept
+      : state_(&state), source_(source), copy_(std::move(copy)) {}
+  detail::channel_state<T>* state_;
+  T* source_;
+  std::optional<T> copy_;
+};
+
+/// The sending half of a channel. Copyable (each copy counts as one sender) and movable; the channel
+/// closes when the last sender is destroyed, after which receivers drain what is buffered and then
+/// get nullopt. Every member may be called from any thread; one handle object should not be used by
+/// two threads at once (copy it instead). Using a moved-from or default-constructed sender throws
+/// corio::invalid_channel.
+///
+///     auto [tx, rx] = corio::channel<std::string>(16);
+///     std::string line = "hello";
+///     if (!co_await tx.send(std::move(line))) { /* closed: `line` still holds "hello" */ }
+template <class T>
+class sender : public detail::channel_handle<T, true> {
+  using detail::channel_handle<T, true>::state_;
+
+ public:
+  /// A sender of no channel.
+  sender() noexcept = default;
+
+  /// `co_await tx.send(std::move(v))` delivers v: straight into a waiting receiver (which resumes on
+  /// its own executor; from a runtime worker it runs next on this worker), else into the buffer, else
+  /// it suspends until a receiver makes room (rendezvous: until a receiver takes it). Resumes on the
+  /// executor it suspended on. Returns a send_result: false if the channel is or gets closed, with
+  /// `v` untouched. If the task is cancelled while it waits, throws corio::cancelled with `v`
+  /// untouched; a send that has already delivered reports true (it cannot be undone).
+  [[nodiscard]] send_operation<T> send(T&& value) {
+    return send_operation<T>(detail::checked(state_, "sender::send"), &value, std::nullopt);
+  }
+  /// Sends a copy of `value` (made at once); otherwise as above.
+  [[nodiscard]] send_operation<T> send(const T& value)
+    requires std::is_copy_constructible_v<T>
+  {
+    return send_operation<T>(detail::checked(state_, "sender::send"), nullptr, std::optional<T>(value));
+  }
+
+  /// Never suspends: ok (delivered or buffered; `value` moved from), full or closed (`value` untouched).
+  [[nodiscard]] channel_status try_send(T&& value) {
+    return status_of(detail::checked(state_, "sender::try_send").try_send(value));
+  }
+  [[nodiscard]] channel_status try_send(const T& value)
+    requires std::is_copy_constructible_v<T>
+  {
+    T copy(value);
+    return try_send(std::move(copy));
+  }
+
+  /// For plain threads: blocks the thread until the value is delivered (true) or the channel closed
+  /// (false, `value` untouched). Throws corio::invalid_channel on an event loop or runtime worker.
+  bool send_blocking(T&& value) {
+    detail::refuse_on_executor("sender::send_blocking");
+    return sync_wait(send(std::move(value)));
+  }
+  bool send_blocking(const T& value)
+    requires std::is_copy_constructible_v<T>
+  {
+    detail::refuse_on_executor("sender::send_blocking");
+    return sync_wait(send(value));
+  }
+
+ private:
+  template <class U>
+  friend std::pair<sender<U>, receiver<U>> channel(std::size_t);
+  template <class U>
+  friend std::pair<sender<U>, receiver<U>> unbounded_channel();
+  explicit sender(detail::channel_state<T>* state) noexcept : detail::channel_handle<T, true>(state) {}
+
+  static channel_status status_of(detail::op_status status) noexcept {
+    return status == detail::op_status::done      ? channel_status::ok
+           : status == detail::op_status::closed ? channel_status::closed
+                                                 : channel_status::full;
+  }
+};
+
+/// The receiving half of a channel. Copyable (MPMC: each value goes to exactly one receiver, in FIFO
+/// order of arrival) and movable; when the last receiver is destroyed the channel closes, senders
+/// fail, and the values still buffered are destroyed. Threads and misuse as for sender.
+///
+///     while (std::optional<std::string> line = co_await rx.recv()) {
+///       consume(*line);
+///     }  // nullopt: closed and drained
+template <class T>
+class receiver : public detail::channel_handle<T, false> {
+  using detail::channel_handle<T, false>::state_;
+
+ public:
+  /// A receiver of no channel.
+  receiver() noexcept = default;
+
+  /// `co_await rx.recv()` takes the oldest value (a blocked sender's value moves into the freed slot),
+  /// or suspends until one arrives; nullopt once the channel is closed and drained. Resumes on the
+  /// executor it suspended on. If the task is cancelled while it waits, throws corio::cancelled; a
+  /// value handed to it just before goes to the next receiver (or back to the front of the buffer),
+  /// never lost. To bound the wait, use `corio::select(rx.recv(), corio::after(d))` rather than
+  /// with_timeout: when_any (under with_timeout) discards a loser's result, so a value that arrives
+  /// in the same instant as the deadline, on another worker, could be lost there.
+  [[nodiscard]] recv_operation<T> recv() { return recv_operation<T>(detail::checked(state_, "receiver::recv")); }
+
+  /// Never suspends: ok with the value, empty, or closed (closed and drained).
+  [[nodiscard]] try_recv_result<T> try_recv() {
+    try_recv_result<T> result{channel_status::empty, std::nullopt};
+    detail::op_status status = detail::checked(state_, "receiver::try_recv").try_recv(result.value);
+    result.status = status == detail::op_status::done      ? channel_status::ok
+                    : status == detail::op_status::closed ? channel_status::closed
+                                                          : channel_status::empty;
+    return result;
+  }
+
+  /// For plain threads: blocks until a value arrives or the channel is closed and drained (nullopt).
+  /// Throws corio::invalid_channel on an event loop or runtime worker.
+  std::optional<T> recv_blocking() {
+    detail::refuse_on_executor("receiver::recv_blocking");
+    return sync_wait(recv());
+  }
+
+  /// How many values are buffered right now (a snapshot).
+  std::size_t size() const { return detail::checked(state_, "receiver::size").size(); }
+ private:
+  template <class U>
+  friend std::pair<sender<U>, receiver<U>> channel(std::size_t);
+  template <class U>
+  friend std::pair<sender<U>, receiver<U>> unbounded_channel();
+  explicit receiver(detail::channel_state<T>* state) noexcept : detail::channel_handle<T, false>(state) {}
+};
+
+/// A channel of capacity `capacity`: 0 is a rendezvous (a send completes when a receiver takes the
+/// value, like Go's unbuffered chan), N > 0 buffers up to N values. One allocation (the state and its
+/// buffer); no allocation per message. T must be nothrow move constructible.
+///
+///     auto [tx, rx] = corio::channel<int>(256);
+template <class T>
+[[nodiscard]] std::pair<sender<T>, receiver<T>> channel(std::size_t capacity) {
+  detail::channel_state<T>* state = detail::channel_state<T>::create(capacity);
+  return {sender<T>(state), receiver<T>(state)};
+}
+
+/// A channel whose sends never wait (the buffer grows by doubling).
+template <class T>
+[[nodiscard]] std::pair<sender<T>, receiver<T>> unbounded_channel() {
+  detail::channel_state<T>* state = detail::channel_state<T>::create(detail::channel_state<T>::unbounded);
+  return {sender<T>(state), receiver<T>(state)};
+}
+
+}  // namespace corio

@@ -1,0 +1,191 @@
+#pragma once
+// corio::watch<T>: one sender publishes a value; receivers read the latest and can await a change.
+//
+// Design note.
+// Purpose: configuration or state broadcast where only the newest value matters (tokio's watch).
+// State: the value, a version counter and `closed_`, all guarded by one wait_list's lock
+//   (detail/wait_list.hpp holds the parking, cancellation and shutdown protocol). Each receiver keeps
+//   the version it last saw. One allocation (std::make_shared) per watch.
+// Invariants: version only grows; a receiver waiting in changed() is parked only while its seen
+//   version equals the current one and the sender lives. send() and the sender's destruction wake
+//   every waiter; a wait consumes nothing, so a cancelled wait has nothing to give back.
+// Threads: every member is thread-safe; one handle object should be used by one task at a time
+//   (copy receivers instead). T is copied out under the lock (borrow), so keep T cheap to copy or
+//   share it (std::shared_ptr<const U>).
+// Rejected: the channel waiter (chan_waiter): there is no value to hand over, only a condition to
+//   re-check, which is exactly what the sync primitives' waiter does.
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include <corio/channel.hpp>
+#include <corio/detail/wait_list.hpp>
+
+namespace corio {
+
+template <class T>
+class watch_sender;
+template <class T>
+class watch_receiver;
+
+namespace detail {
+
+template <class T>
+struct watch_state {
+  explicit watch_state(T initial) : value(std::move(initial)) {}
+  wait_list waiters;  // its lock guards the members below
+  T value;
+  std::uint64_t version = 0;
+  bool closed = false;
+};
+
+}  // namespace detail
+
+/// The publishing half of a watch. Move-only (one publisher). Destroying it closes the watch: waiting
+/// receivers wake and changed() returns false from then on (the last value stays readable).
+template <class T>
+class watch_sender {
+ public:
+  watch_sender() noexcept = default;
+  watch_sender(watch_sender&&) noexcept = default;
+  watch_sender& operator=(watch_sender&& other) noexcept {
+    if (this != &other) {
+      close();
+      state_ = std::move(other.state_);
+    }
+    return *this;
+  }
+  ~watch_sender() { close(); }
+
+  /// Replaces the value and wakes every receiver waiting in changed(). Throws corio::invalid_channel
+  /// on a moved-from sender.
+  void send(T value) {
+    detail::watch_state<T>& state = detail::checked(state_.get(), "watch_sender::send");
+    detail::wake_batch woken;
+    std::lock_guard guard(state.waiters.mutex());
+    std::swap(state.value, value);  // the old value is destroyed after the lock is released
+    ++state.version;
+    state.waiters.wake_all(woken);
+  }
+
+  /// A new receiver that has seen the current value.
+  [[nodiscard]] watch_receiver<T> subscribe() const;
+
+ private:
+  template <class U>
+  friend std::pair<watch_sender<U>, watch_receiver<U>> watch(U initial);
+  explicit watch_sender(std::shared_ptr<detail::watch_state<T>> state) noexcept : state_(std::move(state)) {}
+
+  void close() noexcept {
+    if (!state_) {
+      return;
+    }
+    detail::wake_batch woken;
+    std::lock_guard guard(state_->waiters.mutex());
+    state_->closed = true;
+    state_->waiters.wake_all(woken);
+  }
+
+  std::shared_ptr<detail::watch_state<T>> state_;
+};
+
+namespace detail {
+
+template <class T>
+class changed_awaiter : public waiter {
+ public:
+  explicit changed_awaiter(watch_receiver<T>& receiver) noexcept
+      : waiter(receiver.state_->waiters, &receiver, ops), receiver_(&receiver) {}
+  bool await_resume() {
+    waiter::await_resume();
+    return receiver_->mark_seen();
+  }
+
+ private:
+  static bool ready(void* context) noexcept {  // under the lock
+    auto& receiver = *static_cast<watch_receiver<T>*>(context);
+    return receiver.seen_ != receiver.state_->version || receiver.state_->closed;
+  }
+  static constexpr operations ops{&ready, nullptr};
+  watch_receiver<T>* receiver_;
+};
+
+}  // namespace detail
+
+/// A reading half of a watch. Copyable (each copy tracks what it has seen). Throws
+/// corio::invalid_channel when moved from.
+///
+///     auto [tx, rx] = corio::watch<int>(0);
+///     while (co_await rx.changed()) {      // false once the sender is gone
+///       apply(rx.borrow());
+///     }
+template <class T>
+class watch_receiver {
+ public:
+  watch_receiver() noexcept = default;
+
+  /// A copy of the latest value (does not mark it seen).
+  [[nodiscard]] T borrow() const {
+    detail::watch_state<T>& state = detail::checked(state_.get(), "watch_receiver::borrow");
+    std::lock_guard guard(state.waiters.mutex());
+    return state.value;
+  }
+  /// A copy of the latest value, marked seen.
+  [[nodiscard]] T borrow_and_update() {
+    detail::watch_state<T>& state = detail::checked(state_.get(), "watch_receiver::borrow_and_update");
+    std::lock_guard guard(state.waiters.mutex());
+    seen_ = state.version;
+    return state.value;
+  }
+  /// True if a value newer than the last one seen is there.
+  [[nodiscard]] bool has_changed() const {
+    detail::watch_state<T>& state = detail::checked(state_.get(), "watch_receiver::has_changed");
+    std::lock_guard guard(state.waiters.mutex());
+    return seen_ != state.version;
+  }
+
+  /// `co_await rx.changed()` completes when a value newer than the last one seen is there (at once if
+  /// it already is), marks it seen and yields true; yields false once the sender is gone with nothing
+  /// newer. Resumes on the executor it suspended on; cancellation throws corio::cancelled.
+  [[nodiscard]] detail::changed_awaiter<T> changed() {
+    detail::checked(state_.get(), "watch_receiver::changed");
+    return detail::changed_awaiter<T>(*this);
+  }
+
+ private:
+  friend class watch_sender<T>;
+  friend class detail::changed_awaiter<T>;
+  template <class U>
+  friend std::pair<watch_sender<U>, watch_receiver<U>> watch(U initial);
+  watch_receiver(std::shared_ptr<detail::watch_state<T>> state, std::uint64_t seen) noexcept
+      : state_(std::move(state)), seen_(seen) {}
+
+  bool mark_seen() noexcept {
+    std::lock_guard guard(state_->waiters.mutex());
+    if (seen_ == state_->version) {
+      return false;  // woken by close with nothing newer
+    }
+    seen_ = state_->version;
+    return true;
+  }
+
+  std::shared_ptr<detail::watch_state<T>> state_;
+  std::uint64_t seen_ = 0;
+};
+
+template <class T>
+watch_receiver<T> watch_sender<T>::subscribe() const {
+  detail::watch_state<T>& state = detail::checked(state_.get(), "watch_sender::subscribe");
+  std::lock_guard guard(state.waiters.mutex());
+  return watch_receiver<T>(state_, state.version);
+}
+
+/// A connected watch starting at `initial` (which receivers have already seen).
+template <class T>
+[[nodiscard]] std::pair<watch_sender<T>, watch_receiver<T>> watch(T initial) {
+  auto state = std::make_shared<detail::watch_state<T>>(std::move(initial));
+  return {watch_sender<T>(state), watch_receiver<T>(state, 0)};
+}
+
+}  // namespace corio

@@ -1,0 +1,94 @@
+#include <corio/broadcast.hpp>
+#include <corio/event_loop.hpp>
+#include <corio/task.hpp>
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace {
+
+using result = corio::broadcast_result<int>;
+
+TEST(broadcast, every_receiver_sees_every_message_in_order) {
+  auto [tx, rx] = corio::broadcast<int>(8);
+  auto rx2 = tx.subscribe();
+  corio::event_loop loop;
+  std::vector<int> got[2];
+  auto reader = [](corio::broadcast_receiver<int> rx, std::vector<int>& got) -> corio::task<void> {
+    for (;;) {
+      auto r = co_await rx.recv();
+      if (auto* value = std::get_if<int>(&r)) {
+        got.push_back(*value);
+      } else {
+        EXPECT_TRUE(std::holds_alternative<corio::broadcast_closed>(r));
+        break;
+      }
+    }
+  };
+  loop.spawn(reader(std::move(rx), got[0]));
+  loop.spawn(reader(std::move(rx2), got[1]));
+  loop.run_until_idle();
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_TRUE(tx.send(int{i}));
+    loop.run_until_idle();
+  }
+  { auto gone = std::move(tx); }
+  loop.run_until_idle();
+  EXPECT_EQ(got[0], (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(got[1], got[0]);
+}
+
+TEST(broadcast, a_receiver_that_falls_behind_gets_the_exact_number_missed_then_continues) {
+  auto [tx, rx] = corio::broadcast<int>(4);
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_TRUE(tx.send(int{i}));
+  }
+  EXPECT_EQ(rx.try_recv(), result(corio::lagged{6}));  // 0..5 were overwritten
+  for (int i = 6; i < 10; ++i) {
+    EXPECT_EQ(rx.try_recv(), result(i));
+  }
+  EXPECT_EQ(rx.try_recv(), std::nullopt);
+}
+
+TEST(broadcast, a_new_subscriber_sees_only_later_messages) {
+  auto [tx, rx] = corio::broadcast<int>(4);
+  EXPECT_TRUE(tx.send(1));
+  auto late = tx.subscribe();
+  EXPECT_TRUE(tx.send(2));
+  EXPECT_EQ(late.try_recv(), result(2));
+  EXPECT_EQ(rx.try_recv(), result(1));
+}
+
+TEST(broadcast, send_without_receivers_fails_and_keeps_the_value) {
+  auto [tx, rx] = corio::broadcast<std::string>(2);
+  { auto gone = std::move(rx); }
+  std::string value = "kept";
+  EXPECT_FALSE(tx.send(std::move(value)));
+  EXPECT_EQ(value, "kept");
+}
+
+TEST(broadcast, receivers_drain_then_see_closed_when_the_last_sender_goes) {
+  auto [tx, rx] = corio::broadcast<int>(2);
+  auto tx2 = tx;
+  EXPECT_TRUE(tx.send(1));
+  { auto gone = std::move(tx); }
+  EXPECT_TRUE(tx2.send(2));
+  { auto gone = std::move(tx2); }
+  EXPECT_EQ(rx.try_recv(), result(1));
+  EXPECT_EQ(rx.try_recv(), result(2));
+  EXPECT_EQ(rx.try_recv(), result(corio::broadcast_closed{}));
+}
+
+TEST(broadcast, misuse_is_reported) {
+  EXPECT_THROW((void)corio::broadcast<int>(0), std::invalid_argument);
+  auto [tx, rx] = corio::broadcast<int>(1);
+  auto rx2 = std::move(rx);
+  EXPECT_THROW((void)rx.recv(), corio::invalid_channel);
+  EXPECT_THROW((void)rx.try_recv(), corio::invalid_channel);
+}
+
+}  // namespace

@@ -1,0 +1,100 @@
+#include <corio/event_loop.hpp>
+#include <corio/task.hpp>
+#include <corio/watch.hpp>
+
+#include <gtest/gtest.h>
+
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "support/cancel.hpp"
+
+namespace {
+
+TEST(watch, receivers_start_with_the_initial_value_seen) {
+  auto [tx, rx] = corio::watch<std::string>("initial");
+  EXPECT_EQ(rx.borrow(), "initial");
+  EXPECT_FALSE(rx.has_changed());
+  tx.send("next");
+  EXPECT_TRUE(rx.has_changed());
+  EXPECT_EQ(rx.borrow_and_update(), "next");
+  EXPECT_FALSE(rx.has_changed());
+}
+
+TEST(watch, changed_wakes_every_waiting_receiver_and_they_see_only_the_latest) {
+  auto [tx, rx] = corio::watch<int>(0);
+  corio::event_loop loop;
+  std::vector<int> seen;
+  for (int i = 0; i < 3; ++i) {
+    loop.spawn([](corio::watch_receiver<int> rx, std::vector<int>& seen) -> corio::task<void> {
+      EXPECT_TRUE(co_await rx.changed());
+      seen.push_back(rx.borrow());
+    }(rx, seen));
+  }
+  loop.run_until_idle();
+  EXPECT_TRUE(seen.empty());
+  tx.send(1);
+  tx.send(2);  // before the receivers run: they see 2 only
+  loop.run_until_idle();
+  EXPECT_EQ(seen, (std::vector<int>{2, 2, 2}));
+}
+
+TEST(watch, changed_completes_at_once_if_a_newer_value_is_there_and_marks_it_seen) {
+  auto [tx, rx] = corio::watch<int>(0);
+  tx.send(5);
+  corio::event_loop loop;
+  int completions = 0;
+  loop.spawn([](corio::watch_receiver<int> rx, int& completions) -> corio::task<void> {
+    EXPECT_TRUE(co_await rx.changed());
+    ++completions;
+    EXPECT_FALSE(rx.has_changed());
+    (void)co_await rx.changed();  // parks: nothing newer
+    ++completions;
+  }(rx, completions));
+  loop.run_until_idle();
+  EXPECT_EQ(completions, 1);
+  tx.send(6);
+  loop.run_until_idle();
+  EXPECT_EQ(completions, 2);
+}
+
+TEST(watch, changed_returns_false_once_the_sender_is_gone) {
+  auto [tx, rx] = corio::watch<int>(0);
+  corio::event_loop loop;
+  bool result = true;
+  loop.spawn([](corio::watch_receiver<int> rx, bool& result) -> corio::task<void> {
+    result = co_await rx.changed();
+  }(rx, result));
+  loop.run_until_idle();
+  { auto gone = std::move(tx); }
+  loop.run_until_idle();
+  EXPECT_FALSE(result);
+  EXPECT_EQ(rx.borrow(), 0);  // the last value stays readable
+}
+
+TEST(watch, a_cancelled_wait_throws_cancelled_and_misses_nothing) {
+  auto [tx, rx] = corio::watch<int>(0);
+  corio::event_loop loop;
+  std::stop_source stop;
+  std::stop_token token = stop.get_token();
+  loop.spawn(corio::test::cancellable_by(token, [](corio::watch_receiver<int>& rx) -> corio::task<void> {
+    EXPECT_THROW((void)co_await rx.changed(), corio::cancelled);
+  }(rx)));
+  loop.run_until_idle();
+  stop.request_stop();
+  loop.run_until_idle();
+  tx.send(1);
+  EXPECT_TRUE(rx.has_changed());
+}
+
+TEST(watch, moved_from_handles_throw_invalid_channel) {
+  auto [tx, rx] = corio::watch<int>(0);
+  auto tx2 = std::move(tx);
+  auto rx2 = std::move(rx);
+  EXPECT_THROW(tx.send(1), corio::invalid_channel);
+  EXPECT_THROW((void)rx.borrow(), corio::invalid_channel);
+  EXPECT_THROW((void)rx.changed(), corio::invalid_channel);
+}
+
+}  // namespace
