@@ -19,6 +19,11 @@ long futex(std::atomic<std::uint32_t>* word, int op, std::uint32_t value, const 
 }  // namespace
 
 void parker::park(std::optional<std::chrono::nanoseconds> timeout) noexcept {
+  if (park_backend* backend = backend_.load(std::memory_order_relaxed)) {  // our own store
+    backend->park(timeout);
+    state_.store(awake, std::memory_order_relaxed);
+    return;
+  }
   timespec relative{};
   const timespec* limit = nullptr;
   if (timeout) {
@@ -32,6 +37,13 @@ void parker::park(std::optional<std::chrono::nanoseconds> timeout) noexcept {
   state_.store(awake, std::memory_order_relaxed);
 }
 
-void parker::wake() noexcept { futex(&state_, FUTEX_WAKE, 1, nullptr); }
+void parker::wake() noexcept {
+  // Acquire: pairs with the release in set_backend (and the seq_cst `parked` store that follows it).
+  if (park_backend* backend = backend_.load(std::memory_order_acquire)) {
+    backend->wake();
+    return;
+  }
+  futex(&state_, FUTEX_WAKE, 1, nullptr);
+}
 
 }  // namespace corio::detail

@@ -14,6 +14,13 @@
 // actually blocked is not lost.
 // Threads: prepare_park/cancel_park/park/park_unless_notified only on the owning thread;
 // unpark_if_parked and unpark from any thread.
+//
+// Backend: once its thread does I/O, the sleep itself moves into the thread's reactor (src/io/io_slot):
+// set_backend() makes park() block in the reactor's wait (io_uring_enter or epoll_wait, reaping
+// completions) and wake() write the reactor's eventfd instead of the futex. The state word and the
+// protocol above are unchanged, so a wake still costs a syscall only when the owner is parked.
+// `backend_` is set by the owning thread while it is awake, before the seq_cst store of `parked` that
+// a waker must read before it calls wake(): that store/exchange pair publishes it (acquire load below).
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -21,8 +28,24 @@
 
 namespace corio::detail {
 
+/// What a parker can sleep in instead of its futex: the owning thread's reactor.
+class park_backend {
+ public:
+  /// Owning thread: blocks until wake(), an I/O completion, or `timeout` (forever if empty).
+  virtual void park(std::optional<std::chrono::nanoseconds> timeout) noexcept = 0;
+  /// Any thread: makes a park() in progress, or the next one, return promptly.
+  virtual void wake() noexcept = 0;
+
+ protected:
+  ~park_backend() = default;
+};
+
 class parker {
  public:
+  /// Owning thread, while awake: sleep in `backend` from now on (null: the futex again). The backend
+  /// must outlive every wake() that could still reach it (it is owned next to this parker).
+  void set_backend(park_backend* backend) noexcept { backend_.store(backend, std::memory_order_release); }
+
   void prepare_park() noexcept { state_.store(parked, std::memory_order_seq_cst); }
   void cancel_park() noexcept { state_.store(awake, std::memory_order_relaxed); }
 
@@ -61,6 +84,7 @@ class parker {
   void wake() noexcept;
 
   std::atomic<std::uint32_t> state_{awake};
+  std::atomic<park_backend*> backend_{nullptr};
 };
 
 }  // namespace corio::detail
