@@ -14,7 +14,8 @@ set -euo pipefail
 
 mode=${1:-}
 
-# Everything the library, its tests and the C++ lab peers build against.
+# Everything the library, its tests and the C++ lab peers build against (liburing-dev: the library's
+# io_uring reactor backend).
 bench_pkgs=(
   cmake ninja-build g++ libgtest-dev liburing-dev python3-matplotlib
   libboost-context-dev libboost-dev libconcurrentqueue-dev

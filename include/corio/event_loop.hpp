@@ -18,13 +18,16 @@
 //   (or any single thread before the first run()).
 // Scheduling: run() alternates a batch of up to 64 ready coroutines with a batch of up to 1024 posted
 //   functors, so neither can starve the other; when both are empty it parks on a
-//   futex, and producers wake it only if it is actually parked (see detail/parker.hpp).
+//   futex, and producers wake it only if it is actually parked (see detail/parker.hpp). Once the
+//   loop has done I/O it parks in its reactor instead, and each round first reaps finished I/O without
+//   blocking (detail/io_slot.hpp).
 // Shutdown (destructor), in order:
 //   1. close the post queue, so post() returns false;
 //   2. forget the ready queue (those handles belong to roots destroyed next);
-//   3. close the registry and destroy every root frame, newest first, which destroys the tasks each
+//   3. cancel and reap every I/O operation in flight, so the kernel holds no pointer into a frame;
+//   4. close the registry and destroy every root frame, newest first, which destroys the tasks each
 //      awaits and wakes their joiners on other executors with corio::cancelled;
-//   4. destroy the posted functors that never ran, without running them.
+//   5. destroy the posted functors that never ran, without running them.
 #include <chrono>
 #include <coroutine>
 #include <cstddef>
@@ -35,6 +38,7 @@
 #include <utility>
 
 #include <corio/detail/executor.hpp>
+#include <corio/detail/io_slot.hpp>
 #include <corio/detail/parker.hpp>
 #include <corio/detail/post_queue.hpp>
 #include <corio/detail/promise_base.hpp>
@@ -42,6 +46,7 @@
 #include <corio/detail/run_queue.hpp>
 #include <corio/detail/timer_queue.hpp>
 #include <corio/errors.hpp>
+#include <corio/io_backend.hpp>
 #include <corio/task.hpp>
 #include <corio/yield.hpp>
 
@@ -82,6 +87,8 @@ struct schedule_on_awaiter {
 class event_loop final : private detail::executor {
  public:
   event_loop();
+  /// A loop whose reactor uses `backend` for I/O (see corio/io_backend.hpp).
+  explicit event_loop(io_backend backend);
   ~event_loop();
   event_loop(const event_loop&) = delete;
   event_loop& operator=(const event_loop&) = delete;
@@ -147,6 +154,7 @@ class event_loop final : private detail::executor {
 
   detail::run_queue ready_;
   std::shared_ptr<detail::parker> parker_ = std::make_shared<detail::parker>();  // shared with producers
+  detail::io_slot io_;  // the reactor, created on the first I/O; its wait backs *parker_
   detail::post_queue posts_;
   detail::timer_queue timers_;
   detail::root_registry roots_;

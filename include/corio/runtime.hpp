@@ -19,6 +19,7 @@
 #include <corio/detail/executor.hpp>
 #include <corio/detail/result_slot.hpp>
 #include <corio/errors.hpp>
+#include <corio/io_backend.hpp>
 #include <corio/join_handle.hpp>
 #include <corio/sync_wait.hpp>
 #include <corio/task.hpp>
@@ -59,6 +60,8 @@ class runtime {
     /// Called (on a worker thread) with an exception that escaped a task nobody joins; by default it
     /// is printed to stderr.
     std::function<void(std::exception_ptr)> on_unhandled_exception = {};
+    /// The reactor backend of every worker (see corio/io_backend.hpp); automatic by default.
+    io_backend backend = io_backend::automatic;
   };
 
   runtime();

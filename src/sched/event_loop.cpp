@@ -33,7 +33,7 @@ constexpr std::size_t post_batch = 1024;
 
 class event_loop::running_scope {
  public:
-  explicit running_scope(event_loop& loop) {
+  explicit running_scope(event_loop& loop) : io_scope_(loop.io_) {
     if (detail::current_loop != nullptr) {
       throw std::logic_error("corio::event_loop: this thread is already running a loop");
     }
@@ -46,10 +46,16 @@ class event_loop::running_scope {
   }
   running_scope(const running_scope&) = delete;
   running_scope& operator=(const running_scope&) = delete;
+
+ private:
+  detail::io_slot::scope io_scope_;
 };
 
-event_loop::event_loop()
-    : posts_(parker_),
+event_loop::event_loop() : event_loop(io_backend::automatic) {}
+
+event_loop::event_loop(io_backend backend)
+    : io_(*parker_, *this, backend, false),
+      posts_(parker_),
       errors_(std::make_shared<detail::loop_errors>()),
       sink_(std::make_shared<const detail::failure_sink>([errors = errors_](std::exception_ptr failure) {
         std::lock_guard lock(errors->mutex);
@@ -63,6 +69,7 @@ event_loop::event_loop()
 event_loop::~event_loop() {
   posts_.close();
   ready_.clear();
+  io_.shutdown();
   roots_.destroy_all();
   std::lock_guard lock(errors_->mutex);
   errors_->loop_alive = false;
@@ -147,6 +154,7 @@ void event_loop::rethrow_pending_error() {
 // One round: due timers, a batch of ready coroutines, then a batch of posted functors. Returns how
 // many of those it ran.
 std::size_t event_loop::run_one_round() {
+  io_.poll();
   std::size_t fired = timers_.fire_due();
   std::size_t resumed = 0;
   for (; resumed < ready_batch && !ready_.empty(); ++resumed) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <thread>
 
 namespace corio::detail {
 namespace {
@@ -19,6 +20,11 @@ long futex(std::atomic<std::uint32_t>* word, int op, std::uint32_t value, const 
 }  // namespace
 
 void parker::park(std::optional<std::chrono::nanoseconds> timeout) noexcept {
+  if (park_backend* backend = backend_.load(std::memory_order_relaxed)) {  // our own store
+    backend->park(timeout);
+    state_.store(awake, std::memory_order_relaxed);
+    return;
+  }
   timespec relative{};
   const timespec* limit = nullptr;
   if (timeout) {
@@ -32,6 +38,24 @@ void parker::park(std::optional<std::chrono::nanoseconds> timeout) noexcept {
   state_.store(awake, std::memory_order_relaxed);
 }
 
-void parker::wake() noexcept { futex(&state_, FUTEX_WAKE, 1, nullptr); }
+void parker::set_backend(park_backend* backend) noexcept {
+  backend_.store(backend, std::memory_order_seq_cst);
+  if (backend == nullptr) {
+    while (wakers_in_backend_.load(std::memory_order_seq_cst) != 0) {
+      std::this_thread::yield();  // a waker is inside the old backend's wake(): a syscall at most
+    }
+  }
+}
+
+void parker::wake() noexcept {
+  wakers_in_backend_.fetch_add(1, std::memory_order_seq_cst);  // pairs with set_backend's store, then load
+  if (park_backend* backend = backend_.load(std::memory_order_seq_cst)) {
+    backend->wake();
+    wakers_in_backend_.fetch_sub(1, std::memory_order_seq_cst);
+    return;
+  }
+  wakers_in_backend_.fetch_sub(1, std::memory_order_seq_cst);
+  futex(&state_, FUTEX_WAKE, 1, nullptr);
+}
 
 }  // namespace corio::detail

@@ -30,7 +30,8 @@ runtime::runtime(options opts)
     : scheduler_(std::make_unique<detail::scheduler>(detail::scheduler_options{
           .workers = opts.workers == 0 ? default_workers() : opts.workers,
           .max_blocking_threads = opts.max_blocking_threads,
-          .on_unhandled_exception = std::move(opts.on_unhandled_exception)})) {}
+          .on_unhandled_exception = std::move(opts.on_unhandled_exception),
+          .backend = opts.backend})) {}
 
 runtime::~runtime() = default;
 

@@ -21,7 +21,7 @@ scheduler::scheduler(scheduler_options options)
                                                      : failure_sink(print_unhandled_exception))) {
   workers_.reserve(options.workers);
   for (std::size_t i = 0; i < options.workers; ++i) {
-    workers_.push_back(std::make_unique<worker>(*this, i));
+    workers_.push_back(std::make_unique<worker>(*this, i, options.backend));
   }
   threads_.reserve(options.workers);
   for (auto& each : workers_) {
@@ -84,6 +84,21 @@ void scheduler::schedule(std::coroutine_handle<> handle) noexcept {
   } else {
     inject_and_notify(handle);
   }
+}
+
+// A reactor's reap: one batch onto the reaping worker's queue and one notification.
+void scheduler::schedule_batch(std::span<const std::coroutine_handle<>> handles) noexcept {
+  if (handles.empty()) {
+    return;
+  }
+  if (worker* here = local_worker()) {
+    here->push_batch(handles);
+    return;
+  }
+  for (std::coroutine_handle<> handle : handles) {
+    inject_.push(handle.address());
+  }
+  notify_work();
 }
 
 void scheduler::yield_current(std::coroutine_handle<> handle) {

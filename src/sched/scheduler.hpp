@@ -37,6 +37,7 @@
 #include <corio/detail/executor.hpp>
 #include <corio/detail/root_registry.hpp>
 #include <corio/detail/timer_queue.hpp>
+#include <corio/io_backend.hpp>
 
 #include "idle.hpp"
 #include "inject_queue.hpp"
@@ -48,6 +49,7 @@ struct scheduler_options {
   std::size_t workers;
   std::size_t max_blocking_threads;
   std::function<void(std::exception_ptr)> on_unhandled_exception;
+  io_backend backend = io_backend::automatic;
 };
 
 class scheduler final : public executor {
@@ -61,6 +63,7 @@ class scheduler final : public executor {
 
   // executor
   void schedule(std::coroutine_handle<> handle) noexcept override;
+  void schedule_batch(std::span<const std::coroutine_handle<>> handles) noexcept override;
   timer_queue& timers() noexcept override { return timers_; }
   void earliest_timer_changed() noexcept override;
   void yield_current(std::coroutine_handle<> handle) override;

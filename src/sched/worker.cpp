@@ -21,12 +21,16 @@ constexpr std::size_t inject_batch = worker::queue_capacity / 2;
 std::coroutine_handle<> as_handle(void* address) noexcept { return std::coroutine_handle<>::from_address(address); }
 }  // namespace
 
-worker::worker(scheduler& owner, std::size_t index) noexcept
-    : owner_(owner), index_(index), random_state_(static_cast<std::uint32_t>(index * 2654435761u + 1)) {}
+worker::worker(scheduler& owner, std::size_t index, io_backend backend) noexcept
+    : owner_(owner),
+      index_(index),
+      io_(parker_, owner, backend, true),
+      random_state_(static_cast<std::uint32_t>(index * 2654435761u + 1)) {}
 
 void worker::run() {
   current_worker = this;
   current_executor = &owner_;
+  io_slot::scope io_scope(io_);
   for (;;) {
     std::coroutine_handle<> next = next_task();
     if (!next) {
@@ -51,6 +55,7 @@ void worker::run() {
   if (searching_) {
     stop_searching();
   }
+  io_.shutdown();  // before the scheduler destroys frames, on this thread
   current_executor = nullptr;
   current_worker = nullptr;
 }
@@ -64,6 +69,13 @@ void worker::push(std::coroutine_handle<> handle, bool woken) {
 }
 
 // Stealable work appeared: a sleeping worker may need waking.
+void worker::push_batch(std::span<const std::coroutine_handle<>> handles) {
+  for (std::coroutine_handle<> handle : handles) {
+    push_back(handle);
+  }
+  owner_.notify_work();
+}
+
 void worker::push_back_and_notify(std::coroutine_handle<> handle) {
   push_back(handle);
   owner_.notify_work();
@@ -86,6 +98,7 @@ void worker::overflow_to_inject(std::coroutine_handle<> handle) {
 std::coroutine_handle<> worker::next_task() {
   ++tick_;
   if (tick_ % maintenance_interval == 0) {
+    io_.poll();
     fire_due_timers();
     if (auto from_inject = take_from_inject()) {
       return from_inject;

@@ -15,13 +15,18 @@
 //   6. park (idle.hpp), with a timeout at the earliest timer.
 // Invariants: only this worker's thread touches lifo_, the counters and push side of queue_. The LIFO
 //   slot is not stealable; waking into it therefore does not wake a sleeping worker.
+// I/O: the worker's reactor (io_slot.hpp) is its idle wait once the thread has done I/O; the worker
+//   also reaps it without blocking on every maintenance tick, so a busy worker still sees completions.
 // Shutdown: when the scheduler is draining, a worker that finds no work (or passes the drain deadline)
-//   leaves its loop instead of parking.
+//   leaves its loop instead of parking, then cancels and reaps its reactor's operations on its own
+//   thread (io_uring SINGLE_ISSUER) before the scheduler destroys any frame.
 #include <atomic>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
+#include <corio/detail/io_slot.hpp>
 #include <corio/detail/parker.hpp>
 #include <corio/detail/ws_queue.hpp>
 
@@ -33,13 +38,16 @@ class worker {
  public:
   static constexpr std::size_t queue_capacity = 256;
 
-  worker(scheduler& owner, std::size_t index) noexcept;
+  worker(scheduler& owner, std::size_t index, io_backend backend) noexcept;
 
   /// The thread body.
   void run();
 
   /// This worker's thread only. `woken` tasks go to the LIFO slot, others to the queue's back.
   void push(std::coroutine_handle<> handle, bool woken);
+
+  /// This worker's thread only. Queues `handles` at the back (not the LIFO slot), then notifies once.
+  void push_batch(std::span<const std::coroutine_handle<>> handles);
 
   /// Any thread: whether the local queue holds stealable work.
   bool has_queued_work() const noexcept { return !queue_.empty(); }
@@ -70,6 +78,7 @@ class worker {
   const std::size_t index_;
   ws_queue<queue_capacity> queue_;
   parker parker_;
+  io_slot io_;  // this thread's reactor, created on its first I/O; its wait backs parker_
   std::coroutine_handle<> lifo_;
   unsigned lifo_streak_ = 0;
   std::uint64_t tick_ = 0;

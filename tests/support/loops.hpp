@@ -9,10 +9,9 @@
 
 namespace corio::test {
 
-// Runs `body` on a loop driven by run() on this thread until it finishes.
+// Runs `body` on `loop`, driven by run() on this thread, until it finishes.
 template <class Body>
-void run_on_loop(Body body) {
-  corio::event_loop loop;
+void run_on(corio::event_loop& loop, Body body) {
   auto wrapper = [&]() -> corio::task<void> {
     try {
       co_await body();
@@ -24,6 +23,13 @@ void run_on_loop(Body body) {
   };
   loop.spawn(wrapper());
   loop.run();
+}
+
+// Runs `body` on a fresh loop driven by run() on this thread until it finishes.
+template <class Body>
+void run_on_loop(Body body) {
+  corio::event_loop loop;
+  run_on(loop, std::move(body));
 }
 
 // An event loop running on its own thread until destroyed.

@@ -10,6 +10,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <span>
 
 namespace corio::detail {
 
@@ -25,6 +26,16 @@ class executor {
   /// executor's own thread it is a local push; from elsewhere, a lock-free post or an injection.
   /// After shutdown the handle is dropped: its frame is destroyed by the shutdown itself.
   virtual void schedule(std::coroutine_handle<> handle) noexcept = 0;
+
+  /// Thread-safe. Makes every handle in `handles` runnable, in order, as if each went through
+  /// schedule(), but as one batch: an executor may queue them with one operation and one wake-up (a
+  /// reactor reaping N completions at once). Unlike schedule() from the executor's own thread, a batch
+  /// goes to the back of the queue, not the LIFO slot. The default calls schedule() for each.
+  virtual void schedule_batch(std::span<const std::coroutine_handle<>> handles) noexcept {
+    for (std::coroutine_handle<> handle : handles) {
+      schedule(handle);
+    }
+  }
 
   /// Thread-safe. The timers this executor fires.
   virtual timer_queue& timers() noexcept = 0;

@@ -14,6 +14,18 @@
 // actually blocked is not lost.
 // Threads: prepare_park/cancel_park/park/park_unless_notified only on the owning thread;
 // unpark_if_parked and unpark from any thread.
+//
+// Backend: once its thread does I/O, the sleep itself moves into the thread's reactor (src/io/io_slot):
+// set_backend() makes park() block in the reactor's wait (io_uring_enter or epoll_wait, reaping
+// completions) and wake() write the reactor's eventfd instead of the futex. The state word and the
+// protocol above are unchanged, so a wake still costs a syscall only when the owner is parked.
+// `backend_` is set by the owning thread while it is awake, before the seq_cst store of `parked` that
+// a waker must read before it calls wake(): that store/exchange pair publishes it.
+// Detaching the backend (its loop or worker is going away) is a Dekker pair too: wake() increments
+// `wakers_in_backend_` then loads `backend_`; set_backend(nullptr) stores null then waits until the
+// count is zero (all seq_cst). A waker that exchanged `parked` just before the owner woke by itself,
+// finished and tore its reactor down either sees null (futex word: harmless, the parker is shared by
+// the post queue's producers) or is waited for. So no wake() writes to a reactor's closed eventfd.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -21,8 +33,24 @@
 
 namespace corio::detail {
 
+/// What a parker can sleep in instead of its futex: the owning thread's reactor.
+class park_backend {
+ public:
+  /// Owning thread: blocks until wake(), an I/O completion, or `timeout` (forever if empty).
+  virtual void park(std::optional<std::chrono::nanoseconds> timeout) noexcept = 0;
+  /// Any thread: makes a park() in progress, or the next one, return promptly.
+  virtual void wake() noexcept = 0;
+
+ protected:
+  ~park_backend() = default;
+};
+
 class parker {
  public:
+  /// Owning thread, while awake: sleep in `backend` from now on (null: the futex again). Setting null
+  /// waits for every wake() still inside the old backend, so the backend may be destroyed right after.
+  void set_backend(park_backend* backend) noexcept;
+
   void prepare_park() noexcept { state_.store(parked, std::memory_order_seq_cst); }
   void cancel_park() noexcept { state_.store(awake, std::memory_order_relaxed); }
 
@@ -61,6 +89,8 @@ class parker {
   void wake() noexcept;
 
   std::atomic<std::uint32_t> state_{awake};
+  std::atomic<park_backend*> backend_{nullptr};
+  std::atomic<std::uint32_t> wakers_in_backend_{0};  // wake() calls between their load of backend_ and return
 };
 
 }  // namespace corio::detail

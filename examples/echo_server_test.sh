@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Smoke test of examples/echo_server: start it on an ephemeral port, echo two lines through it,
+# stop it with SIGTERM, and require exit status 0.
+# usage: echo_server_test.sh <echo_server binary> <backend>
+set -euo pipefail
+server=$1
+backend=$2
+out=$(mktemp)
+trap 'rm -f "$out"; [[ -n "${pid:-}" ]] && kill "$pid" 2>/dev/null || true' EXIT
+"$server" --port 0 --threads 2 --backend "$backend" >"$out" &
+pid=$!
+for _ in $(seq 100); do
+  port=$(sed -n 's/^echo_server: listening on port \([0-9]*\),.*/\1/p' "$out")
+  [[ -n "$port" ]] && break
+  sleep 0.05
+done
+[[ -n "$port" ]] || { echo "echo_server did not report its port"; exit 1; }
+exec 3<>"/dev/tcp/127.0.0.1/$port"
+for message in "hello echo" "second line"; do
+  printf '%s\n' "$message" >&3
+  IFS= read -r -t 5 reply <&3
+  [[ "$reply" == "$message" ]] || { echo "sent '$message', got '$reply'"; exit 1; }
+done
+exec 3>&-
+kill -TERM "$pid"
+status=0
+wait "$pid" || status=$?
+pid=""
+[[ $status -eq 0 ]] || { echo "echo_server exited with $status after SIGTERM"; exit 1; }
+echo "echo_server ($backend): echoed, stopped on SIGTERM, exit 0"

@@ -1,0 +1,135 @@
+#pragma once
+// One I/O operation in flight, and the awaiter every socket operation is built from.
+//
+// Design note.
+// Purpose: an awaitable builds an `io_op` in its own frame (what to do, the suspended handle, a
+//   result slot) and hands it to the reactor of the thread it runs on (io_slot.hpp). The reactor
+//   finishes it (io_uring: `user_data` is the op's address, no look-up; epoll: the op waits in its
+//   fd's list) and the slot schedules the handle on the executor it was submitted from. No
+//   allocation per operation.
+// The op's state, one atomic byte, decides the race between a completion (always on the reactor's
+//   thread) and a cancellation (a stop callback, on any thread):
+//     idle --submit--> in_flight --completion--> done                      (the slot schedules)
+//     in_flight --stop callback (CAS)--> cancel_requested                  (callback queues the op
+//                                                                           on its slot, wakes it)
+//     cancel_requested --slot drains its queue--> cancel_issued            (reactor asked to cancel:
+//                                                                           ASYNC_CANCEL / unlink)
+//     cancel_issued --completion (the original op's CQE)--> done           (the slot schedules)
+//     cancel_requested --completion--> done, *not* scheduled yet: the op is still on (or about to be
+//                                      pushed onto) the slot's cancel queue; the slot schedules it when
+//                                      it pops it there and finds it done.
+// Invariants:
+//  - only the reactor's thread moves the state out of in_flight to done, and out of cancel_requested;
+//    a stop callback only moves in_flight -> cancel_requested (CAS, so it loses cleanly to a
+//    completion). The handle is scheduled exactly once, after both the kernel and any cancel request
+//    have let go of the op: the frame may be freed as soon as it resumes.
+//  - a stop callback that lost (state not in_flight) touches nothing but the state byte; one that won
+//    touches the op and its slot until it returns, and ~stop_callback in the resumed awaiter waits for
+//    it, so the frame outlives it.
+//  - the kernel never holds an op whose frame is gone: frames suspended on I/O are destroyed only by
+//    an executor's shutdown, after its slots cancelled and reaped every op (io_slot.hpp, shutdown).
+//    The awaiter's destructor checks this and aborts loudly rather than free memory the kernel owns.
+// Memory order: the op's fields are written by the submitting (= reactor) thread before the stop
+//   callback is registered (registration publishes them to the callback). The callback's CAS is
+//   acq_rel; it pushes the op on the slot's queue with a release CAS, which the reactor thread's
+//   acquire exchange pairs with. The result reaches the resumed coroutine through executor::schedule.
+// Rejected: a per-reactor map from ids to ops (a look-up per completion, and still a lifetime problem);
+//   letting the stop callback touch the ring itself (io_uring's submission queue is single-producer,
+//   and SINGLE_ISSUER makes a second submitter an error); resuming with corio::cancelled at once on
+//   stop and leaving the kernel op behind (the kernel would write into a freed frame).
+#include <sys/socket.h>
+
+#include <atomic>
+#include <coroutine>
+#include <cstdint>
+#include <optional>
+#include <stop_token>
+#include <system_error>
+
+#include <corio/detail/coop_budget.hpp>
+#include <corio/detail/executor.hpp>
+#include <corio/detail/promise_base.hpp>
+
+namespace corio::detail {
+
+class io_slot;
+
+enum class io_kind : std::uint8_t { recv, send, accept, connect, recvmsg, sendmsg };
+
+enum class io_state : std::uint8_t { idle, in_flight, cancel_requested, cancel_issued, done };
+
+/// What the kernel is asked to do. Trivially copyable, so an awaiter can be moved before it starts.
+struct io_request {
+  io_kind kind = io_kind::recv;
+  int fd = -1;
+  /// recv/send: the bytes; accept/connect: a sockaddr; recvmsg/sendmsg: a msghdr.
+  void* buffer = nullptr;
+  /// recv/send: the byte count; connect: the address length.
+  std::uint32_t length = 0;
+  /// accept: in, the size of *buffer; out, the peer address length.
+  socklen_t* address_length = nullptr;
+};
+
+struct io_op : io_request {
+  std::int32_t result = 0;  // >= 0 on success, else -errno; valid once done
+  std::coroutine_handle<> handle;
+  io_slot* slot = nullptr;
+  std::atomic<io_state> state{io_state::idle};
+  io_op* next = nullptr;         // the backend's lists (epoll: the fd's waiters); reactor thread only
+  io_op* next_cancel = nullptr;  // the slot's queue of cancel requests
+  bool started = false;          // epoll connect: connect() was issued, now waiting for writability
+};
+
+/// Any thread: a stop callback asks the op's slot to cancel it (see the state diagram above).
+void request_io_cancel(io_op& op) noexcept;
+
+/// The awaiter of one socket operation. Derived awaiters fill `op_` and call start() from
+/// await_suspend, and turn the result into a value in await_resume through check().
+class io_awaiter {
+ public:
+  io_awaiter(const char* what, std::error_code* error) noexcept : what_(what), error_(error) {}
+  /// Only before it is awaited (when_any and with_timeout take operations by value).
+  io_awaiter(io_awaiter&& other) noexcept : what_(other.what_), error_(other.error_) {
+    static_cast<io_request&>(op_) = other.op_;
+  }
+  io_awaiter& operator=(io_awaiter&&) = delete;
+  ~io_awaiter() {
+    io_state state = op_.state.load(std::memory_order_acquire);
+    if (state != io_state::idle && state != io_state::done) {
+      abandoned_in_flight();
+    }
+  }
+
+  bool await_ready() const noexcept { return false; }
+
+ protected:
+  template <class Promise>
+  bool start(std::coroutine_handle<Promise> self) {
+    return start(self, stop_token_of(self));
+  }
+  /// Submits op_ on this thread's reactor. Returns whether the coroutine stays suspended; false means
+  /// the result is ready now. Throws std::logic_error on a thread with no event loop or runtime.
+  bool start(std::coroutine_handle<> self, const std::stop_token* stop);
+
+  /// After resumption: true if the operation succeeded (op_.result >= 0). Otherwise throws
+  /// corio::cancelled (the task was cancelled) or std::system_error naming the operation, or, in the
+  /// error_code form, stores the error and returns false.
+  bool check();
+
+  io_op op_;
+
+ private:
+  struct on_stop {
+    io_op* op;
+    void operator()() const noexcept { request_io_cancel(*op); }
+  };
+
+  [[noreturn]] static void abandoned_in_flight() noexcept;
+
+  const char* what_;
+  std::error_code* error_;
+  const std::stop_token* stop_ = nullptr;
+  std::optional<std::stop_callback<on_stop>> stop_callback_;
+};
+
+}  // namespace corio::detail

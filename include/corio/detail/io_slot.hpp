@@ -1,0 +1,117 @@
+#pragma once
+// Where an event loop or runtime worker keeps its reactor: created on the first I/O of its thread,
+// it becomes the thread's idle wait, and it is shut down before the executor destroys frames.
+//
+// Design note.
+// Purpose: one reactor per loop and per worker (one ring per thread keeps io_uring's submission queue
+//   single-producer), plugged into the executor through its parker, the narrowest seam there is: once
+//   the reactor exists, parker::park() blocks in the reactor's wait (completions are reaped and
+//   scheduled there, with the next timer deadline as timeout) and parker::wake() writes the reactor's
+//   eventfd. A thread that never does I/O keeps its futex and pays nothing.
+// One loop turn: drain the queue of cross-thread cancel requests (each becomes an ASYNC_CANCEL or an
+//   unlink), then one submit-and-wait (io_uring) or epoll_wait, then the finished ops' handles go to
+//   the executor in one schedule_batch (one queue operation and one notification for N completions).
+//   poll() is the same turn with a zero timeout; executors call it on their maintenance tick so a busy
+//   thread still reaps I/O.
+// Threads: submit(), poll(), shutdown() and the park on the owning thread (the loop's or worker's);
+//   request_cancel() (via a stop callback) and wake() from any thread.
+// Cancel queue: an intrusive Treiber stack of io_ops (`cancels_`): pushed with a release CAS by stop
+//   callbacks, taken whole with an acquire exchange by the owning thread (see io_op.hpp for the op
+//   states that make a completion and a cancel request meet safely).
+// Shutdown (shutdown(), run before the executor destroys frames: at the end of a worker's thread, and
+//   in ~event_loop before its roots are destroyed), in order:
+//   1. take the cancel queue (ops cancelled but not yet handed to the reactor);
+//   2. the reactor cancels every op still in flight (io_uring: ASYNC_CANCEL_ANY) and waits until the
+//      kernel has posted a completion for each: from then on the kernel holds no pointer into any frame
+//      or buffer; epoll just unlinks (its kernel side holds no user memory);
+//   3. every such op is marked done but not scheduled: its frame is about to be destroyed suspended;
+//   4. the parker goes back to its futex; the reactor object (its eventfd) stays until the slot is
+//      destroyed, so a stop callback racing with the shutdown can still wake it harmlessly.
+// Rejected: one reactor thread for the whole runtime (an extra thread, a hand-off per completion, and
+//   no DEFER_TASKRUN); creating the reactor eagerly (every loop would pay a ring it may never use, and
+//   the lab's post/spawn numbers would move for nothing); closing the ring to cancel (the kernel
+//   finishes cancellation asynchronously after close() returns, so a frame could be written after free).
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <optional>
+
+#include <corio/detail/executor.hpp>
+#include <corio/detail/io_op.hpp>
+#include <corio/detail/parker.hpp>
+#include <corio/io_backend.hpp>
+
+namespace corio::detail {
+
+class reactor;
+
+class io_slot final : private park_backend {
+ public:
+  /// `thread_bound`: every call but wake()/request_cancel() comes from one thread for the slot's life
+  /// (runtime workers). Lets io_uring use SINGLE_ISSUER + DEFER_TASKRUN; an event loop, which may be
+  /// run and destroyed on different threads, gets a ring without them.
+  io_slot(parker& parker, executor& owner, io_backend requested, bool thread_bound) noexcept
+      : parker_(parker), owner_(owner), requested_(requested), thread_bound_(thread_bound) {}
+  ~io_slot();
+  io_slot(const io_slot&) = delete;
+  io_slot& operator=(const io_slot&) = delete;
+
+  /// Owning thread. Starts `op` (creating the reactor on first use); true if it finished at once.
+  /// Throws std::system_error if the reactor cannot be created.
+  bool submit(io_op& op);
+
+  /// Any thread. The stop callback path of io_op.hpp's state diagram.
+  void request_cancel(io_op& op) noexcept;
+
+  /// Owning thread. One loop turn without blocking, if any op is in flight.
+  void poll() noexcept {
+    if (pending_ != 0) {
+      turn(std::chrono::nanoseconds::zero());
+    }
+  }
+
+  /// The shutdown steps above. Idempotent; the slot accepts no more operations afterwards.
+  void shutdown() noexcept;
+
+  /// The backend of the reactor, or io_backend::automatic if none was created yet. Thread-safe.
+  io_backend backend() const noexcept { return backend_.load(std::memory_order_acquire); }
+
+  /// Makes `slot` the calling thread's slot (the one I/O awaited there uses) for this scope.
+  class scope {
+   public:
+    explicit scope(io_slot& slot) noexcept;
+    ~scope();
+    scope(const scope&) = delete;
+    scope& operator=(const scope&) = delete;
+
+   private:
+    io_slot* previous_;
+  };
+
+ private:
+  void park(std::optional<std::chrono::nanoseconds> timeout) noexcept override;
+  void wake() noexcept override;
+  void turn(std::optional<std::chrono::nanoseconds> timeout) noexcept;
+  void drain_cancel_requests() noexcept;
+  void deliver(io_op& op) noexcept;
+  void flush() noexcept;
+
+  static constexpr std::size_t batch_capacity = 256;
+
+  parker& parker_;
+  executor& owner_;
+  const io_backend requested_;
+  const bool thread_bound_;
+  reactor* reactor_ = nullptr;  // owning thread; read by wake() only after an op exists
+  std::atomic<io_backend> backend_{io_backend::automatic};
+  std::size_t pending_ = 0;  // submitted and not yet delivered; owning thread
+  bool shut_down_ = false;
+  std::atomic<io_op*> cancels_{nullptr};
+  std::size_t batch_size_ = 0;
+  std::coroutine_handle<> batch_[batch_capacity];
+};
+
+/// The slot whose reactor I/O awaited on this thread uses, or null.
+extern thread_local constinit io_slot* current_io_slot;
+
+}  // namespace corio::detail

@@ -1,0 +1,89 @@
+#pragma once
+// What the socket types of corio/net share: an owned descriptor and the awaiters of the plain
+// byte-stream and accept operations (built on io_awaiter, detail/io_op.hpp).
+#include <sys/socket.h>
+
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <system_error>
+#include <utility>
+
+#include <corio/detail/io_op.hpp>
+
+namespace corio::detail {
+
+/// Closes a socket that corio's reactors may have registered, so that an epoll reactor notices when
+/// the descriptor number is reused (src/io/epoll_reactor.cpp). Every corio socket closes through this.
+void close_socket(int fd) noexcept;
+
+/// Creates a non-blocking, close-on-exec socket; returns it or -errno.
+int open_socket(int family, int type) noexcept;
+
+/// Owns one socket descriptor; closes it on destruction. Move-only. Closing while an operation on the
+/// socket is in flight is a misuse (cancel the operation first).
+class socket_fd {
+ public:
+  socket_fd() noexcept = default;
+  explicit socket_fd(int fd) noexcept : fd_(fd) {}
+  socket_fd(socket_fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  socket_fd& operator=(socket_fd&& other) noexcept {
+    if (this != &other) {
+      reset(std::exchange(other.fd_, -1));
+    }
+    return *this;
+  }
+  ~socket_fd() { close_socket(fd_); }
+
+  int get() const noexcept { return fd_; }
+  bool is_open() const noexcept { return fd_ >= 0; }
+  int release() noexcept { return std::exchange(fd_, -1); }
+  void reset(int fd = -1) noexcept { close_socket(std::exchange(fd_, fd)); }
+
+ private:
+  int fd_ = -1;
+};
+
+/// recv or send on a connected socket; yields the byte count (0 from recv: the peer closed).
+class transfer_awaiter : public io_awaiter {
+ public:
+  transfer_awaiter(io_kind kind, int fd, const void* data, std::size_t size, const char* what,
+                   std::error_code* error) noexcept
+      : io_awaiter(what, error) {
+    op_.kind = kind;
+    op_.fd = fd;
+    op_.buffer = const_cast<void*>(data);  // send only reads it
+    op_.length = size > UINT32_MAX ? UINT32_MAX : static_cast<std::uint32_t>(size);
+  }
+
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> self) {
+    return start(self);
+  }
+  std::size_t await_resume() { return check() ? static_cast<std::size_t>(op_.result) : 0; }
+};
+
+/// accept on a listening socket; yields the new descriptor (-1 on error) and fills in the peer address.
+class accept_fd_awaiter : public io_awaiter {
+ public:
+  accept_fd_awaiter(int fd, const char* what, std::error_code* error) noexcept : io_awaiter(what, error) {
+    op_.kind = io_kind::accept;
+    op_.fd = fd;
+  }
+  accept_fd_awaiter(accept_fd_awaiter&& other) noexcept = default;
+
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> self) {
+    address_length_ = sizeof(address_);
+    op_.buffer = &address_;
+    op_.address_length = &address_length_;
+    return start(self);
+  }
+  int await_resume() { return check() ? op_.result : -1; }
+
+ protected:
+  sockaddr_storage address_{};
+  socklen_t address_length_ = 0;
+};
+
+}  // namespace corio::detail

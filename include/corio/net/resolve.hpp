@@ -1,0 +1,22 @@
+#pragma once
+// corio::net::resolve: host names to endpoints, without blocking a worker.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <corio/net/endpoint.hpp>
+#include <corio/task.hpp>
+
+namespace corio::net {
+
+/// Resolves `host` (a name, or a numeric IPv4/IPv6 address) to the endpoints with `port`, in the
+/// order getaddrinfo prefers (TCP, both families). A numeric host is parsed at once, anywhere. A name
+/// is looked up with getaddrinfo on the runtime's blocking pool (spawn_blocking), so the worker keeps
+/// running other tasks; on an event loop, which has no blocking pool, a name throws std::logic_error.
+/// Failure throws std::system_error in resolve_category() naming "corio::net::resolve". The lookup
+/// itself cannot be cancelled once started (getaddrinfo cannot be interrupted).
+///
+///     auto endpoints = co_await corio::net::resolve("localhost", 8080);
+task<std::vector<endpoint>> resolve(std::string host, std::uint16_t port);
+
+}  // namespace corio::net

@@ -1,0 +1,67 @@
+#pragma once
+// corio::net::tcp_listener: a listening TCP socket whose accept suspends the awaiting task.
+#include <coroutine>
+#include <system_error>
+
+#include <corio/detail/socket.hpp>
+#include <corio/net/endpoint.hpp>
+#include <corio/net/tcp_stream.hpp>
+
+namespace corio::net {
+
+/// Socket options for tcp_listener::bind.
+struct listen_options {
+  /// SO_REUSEADDR: rebind a port whose old connections are still in TIME_WAIT.
+  bool reuse_address = true;
+  /// SO_REUSEPORT: several listeners (one per worker, say) share the port; the kernel spreads
+  /// incoming connections over them.
+  bool reuse_port = false;
+  int backlog = 1024;
+};
+
+namespace detail {
+
+class accept_awaiter : public corio::detail::accept_fd_awaiter {
+ public:
+  using accept_fd_awaiter::accept_fd_awaiter;
+  tcp_stream await_resume() {
+    int fd = accept_fd_awaiter::await_resume();
+    return fd >= 0 ? tcp_stream(fd) : tcp_stream();
+  }
+};
+
+}  // namespace detail
+
+/// A listening TCP socket. Move-only; closes on destruction. accept() is an awaitable with the
+/// same error, cancellation and resumption rules as tcp_stream's operations; several tasks may
+/// accept on one listener at once (each connection goes to one of them). Errors such as EMFILE
+/// (out of descriptors) are reported by that accept only: the listener stays usable.
+///
+///     auto listener = corio::net::tcp_listener::bind(corio::net::endpoint::loopback_v4(0));
+///     auto port = listener.local_endpoint().port();              // the ephemeral port chosen
+///     corio::net::tcp_stream client = co_await listener.accept();
+class tcp_listener {
+ public:
+  tcp_listener() noexcept = default;
+
+  /// Creates, configures, binds and listens (synchronous). Throws std::system_error naming
+  /// "corio::net::tcp_listener::bind", or stores the error and returns a closed listener.
+  static tcp_listener bind(const endpoint& local, listen_options options = {});
+  static tcp_listener bind(const endpoint& local, listen_options options, std::error_code& error) noexcept;
+
+  /// Waits for the next connection; yields it as a connected stream (closed, on error, in the
+  /// error_code form).
+  detail::accept_awaiter accept() noexcept { return {socket_.get(), accept_name, nullptr}; }
+  detail::accept_awaiter accept(std::error_code& error) noexcept { return {socket_.get(), accept_name, &error}; }
+
+  endpoint local_endpoint() const;
+  bool is_open() const noexcept { return socket_.is_open(); }
+  int native_handle() const noexcept { return socket_.get(); }
+  void close() noexcept { socket_.reset(); }
+
+ private:
+  static constexpr const char* accept_name = "corio::net::tcp_listener::accept";
+  corio::detail::socket_fd socket_;
+};
+
+}  // namespace corio::net

@@ -1,0 +1,125 @@
+#pragma once
+// corio::net::tcp_stream: a connected TCP socket whose reads and writes suspend the awaiting task.
+#include <coroutine>
+#include <cstddef>
+#include <span>
+#include <string_view>
+#include <system_error>
+
+#include <corio/detail/socket.hpp>
+#include <corio/net/endpoint.hpp>
+#include <corio/net/error.hpp>
+#include <corio/task.hpp>
+
+namespace corio::net {
+
+class tcp_stream;
+
+namespace detail {
+
+/// co_await tcp_stream::connect(...): a socket, then the connect operation; yields the stream.
+class connect_awaiter : public corio::detail::io_awaiter {
+ public:
+  connect_awaiter(const endpoint& peer, std::error_code* error) noexcept;
+  connect_awaiter(connect_awaiter&& other) noexcept = default;
+
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> self) {
+    if (!prepare()) {
+      return false;  // socket() failed: op_.result holds the error
+    }
+    return start(self);
+  }
+  tcp_stream await_resume();
+
+ private:
+  bool prepare() noexcept;
+
+  endpoint peer_;
+  corio::detail::socket_fd socket_;
+};
+
+}  // namespace detail
+
+/// A connected TCP stream. Move-only; closes the socket when destroyed (RAII). Operations are
+/// awaitables: they suspend the awaiting task until the kernel finishes (io_uring) or the socket is
+/// ready (epoll), and resume it on the same event loop or runtime (on a runtime, possibly on another
+/// worker). Each operation has two forms: the plain one throws std::system_error whose message names
+/// the operation ("corio::net::tcp_stream::read_some: Connection reset by peer"); the one taking a
+/// std::error_code& stores the error instead. Cancelling the task (join_handle::cancel, when_any,
+/// with_timeout) cancels the operation in the kernel and completes it with corio::cancelled (or
+/// std::errc::operation_canceled). Not thread-safe: one reader and one writer at a time, and never
+/// close or destroy the stream while one of its operations is in flight.
+///
+///     auto stream = co_await corio::net::tcp_stream::connect(*corio::net::endpoint::parse("127.0.0.1:7"));
+///     co_await stream.write_all("ping\n");
+///     std::array<std::byte, 64> reply;
+///     std::size_t n = co_await stream.read_some(reply);   // 0: the peer closed
+class tcp_stream {
+ public:
+  tcp_stream() noexcept = default;
+  /// Adopts a connected, non-blocking socket descriptor.
+  explicit tcp_stream(int fd) noexcept : socket_(fd) {}
+
+  /// Connects to `peer`; co_await yields the connected stream.
+  static detail::connect_awaiter connect(const endpoint& peer) noexcept { return {peer, nullptr}; }
+  /// As above; on failure stores the error and yields a closed stream.
+  static detail::connect_awaiter connect(const endpoint& peer, std::error_code& error) noexcept {
+    return {peer, &error};
+  }
+
+  /// Reads what is available, at least one byte, into `buffer`; yields the count, 0 if the peer
+  /// closed its side (or `buffer` is empty).
+  corio::detail::transfer_awaiter read_some(std::span<std::byte> buffer) noexcept {
+    return {corio::detail::io_kind::recv, socket_.get(), buffer.data(), buffer.size(), read_some_name, nullptr};
+  }
+  corio::detail::transfer_awaiter read_some(std::span<std::byte> buffer, std::error_code& error) noexcept {
+    return {corio::detail::io_kind::recv, socket_.get(), buffer.data(), buffer.size(), read_some_name, &error};
+  }
+
+  /// Writes some of `data` (at least one byte unless it is empty); yields the count.
+  corio::detail::transfer_awaiter write_some(std::span<const std::byte> data) noexcept {
+    return {corio::detail::io_kind::send, socket_.get(), data.data(), data.size(), write_some_name, nullptr};
+  }
+  corio::detail::transfer_awaiter write_some(std::span<const std::byte> data, std::error_code& error) noexcept {
+    return {corio::detail::io_kind::send, socket_.get(), data.data(), data.size(), write_some_name, &error};
+  }
+
+  /// Fills `buffer` completely. If the peer closes first: throws std::system_error with
+  /// errc::end_of_stream (the error_code form stores it); yields how many bytes it read either way.
+  task<std::size_t> read_exact(std::span<std::byte> buffer);
+  task<std::size_t> read_exact(std::span<std::byte> buffer, std::error_code& error);
+
+  /// Writes all of `data`, however many writes that takes; a slow reader suspends the task (the
+  /// kernel's send buffer is the only buffer: memory stays bounded). Yields the bytes written.
+  task<std::size_t> write_all(std::span<const std::byte> data);
+  task<std::size_t> write_all(std::span<const std::byte> data, std::error_code& error);
+  task<std::size_t> write_all(std::string_view text) { return write_all(std::as_bytes(std::span(text))); }
+
+  /// Shuts down one or both directions (SHUT_WR: a half-close, the peer reads end of stream).
+  /// Synchronous. Throws std::system_error, or stores the error.
+  void shutdown(int how = SHUT_WR);
+  void shutdown(int how, std::error_code& error) noexcept;
+
+  /// TCP_NODELAY: send small writes at once instead of coalescing them (Nagle).
+  void set_nodelay(bool enabled);
+
+  endpoint local_endpoint() const;
+  endpoint peer_endpoint() const;
+
+  bool is_open() const noexcept { return socket_.is_open(); }
+  int native_handle() const noexcept { return socket_.get(); }
+  /// Closes the socket now (the destructor does it otherwise).
+  void close() noexcept { socket_.reset(); }
+
+ private:
+  static constexpr const char* read_some_name = "corio::net::tcp_stream::read_some";
+  static constexpr const char* write_some_name = "corio::net::tcp_stream::write_some";
+
+  task<std::size_t> transfer_all(corio::detail::io_kind kind, std::byte* data, std::size_t size, const char* what,
+                                 std::error_code* error);
+
+  corio::detail::socket_fd socket_;
+};
+
+}  // namespace corio::net

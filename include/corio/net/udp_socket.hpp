@@ -1,0 +1,112 @@
+#pragma once
+// corio::net::udp_socket: a UDP socket whose send_to and recv_from suspend the awaiting task.
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <coroutine>
+#include <cstddef>
+#include <span>
+#include <system_error>
+
+#include <corio/detail/socket.hpp>
+#include <corio/net/endpoint.hpp>
+
+namespace corio::net {
+
+/// What recv_from yields: the datagram's size (truncated to the buffer) and its sender.
+struct datagram {
+  std::size_t size = 0;
+  endpoint from;
+};
+
+namespace detail {
+
+/// sendmsg/recvmsg with an address; the msghdr lives in the awaiter (the awaiting frame).
+class message_awaiter : public corio::detail::io_awaiter {
+ public:
+  message_awaiter(corio::detail::io_kind kind, int fd, const void* data, std::size_t size, const endpoint* to,
+                  const char* what, std::error_code* error) noexcept
+      : io_awaiter(what, error), data_(const_cast<void*>(data)), size_(size) {
+    op_.kind = kind;
+    op_.fd = fd;
+    if (to != nullptr) {
+      peer_ = *to;
+    }
+  }
+  message_awaiter(message_awaiter&& other) noexcept = default;
+
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> self) {
+    prepare();
+    return start(self);
+  }
+
+ protected:
+  void prepare() noexcept;
+
+  void* data_;
+  std::size_t size_;
+  endpoint peer_;
+  sockaddr_storage address_{};
+  iovec vector_{};
+  msghdr message_{};
+};
+
+class send_to_awaiter : public message_awaiter {
+ public:
+  using message_awaiter::message_awaiter;
+  std::size_t await_resume() { return check() ? static_cast<std::size_t>(op_.result) : 0; }
+};
+
+class recv_from_awaiter : public message_awaiter {
+ public:
+  using message_awaiter::message_awaiter;
+  datagram await_resume();
+};
+
+}  // namespace detail
+
+/// A UDP socket. Move-only; closes on destruction. send_to and recv_from are awaitables with the
+/// error, cancellation and resumption rules of tcp_stream's operations. Not thread-safe.
+///
+///     auto socket = corio::net::udp_socket::bind(corio::net::endpoint::loopback_v4(0));
+///     co_await socket.send_to(std::as_bytes(std::span("hi", 2)), peer);
+///     std::array<std::byte, 1500> buffer;
+///     corio::net::datagram got = co_await socket.recv_from(buffer);   // got.size, got.from
+class udp_socket {
+ public:
+  udp_socket() noexcept = default;
+
+  /// Creates a socket of `local`'s family bound to it (port 0: an ephemeral port). Throws
+  /// std::system_error naming "corio::net::udp_socket::bind", or stores the error.
+  static udp_socket bind(const endpoint& local);
+  static udp_socket bind(const endpoint& local, std::error_code& error) noexcept;
+
+  /// Sends one datagram to `to`; yields the bytes sent.
+  detail::send_to_awaiter send_to(std::span<const std::byte> data, const endpoint& to) noexcept {
+    return {corio::detail::io_kind::sendmsg, socket_.get(), data.data(), data.size(), &to, send_to_name, nullptr};
+  }
+  detail::send_to_awaiter send_to(std::span<const std::byte> data, const endpoint& to, std::error_code& error) noexcept {
+    return {corio::detail::io_kind::sendmsg, socket_.get(), data.data(), data.size(), &to, send_to_name, &error};
+  }
+
+  /// Receives one datagram into `buffer` (the rest of a longer one is dropped, as recvfrom does).
+  detail::recv_from_awaiter recv_from(std::span<std::byte> buffer) noexcept {
+    return {corio::detail::io_kind::recvmsg, socket_.get(), buffer.data(), buffer.size(), nullptr, recv_from_name, nullptr};
+  }
+  detail::recv_from_awaiter recv_from(std::span<std::byte> buffer, std::error_code& error) noexcept {
+    return {corio::detail::io_kind::recvmsg, socket_.get(), buffer.data(), buffer.size(), nullptr, recv_from_name, &error};
+  }
+
+  endpoint local_endpoint() const;
+  bool is_open() const noexcept { return socket_.is_open(); }
+  int native_handle() const noexcept { return socket_.get(); }
+  void close() noexcept { socket_.reset(); }
+
+ private:
+  static constexpr const char* send_to_name = "corio::net::udp_socket::send_to";
+  static constexpr const char* recv_from_name = "corio::net::udp_socket::recv_from";
+  corio::detail::socket_fd socket_;
+};
+
+}  // namespace corio::net

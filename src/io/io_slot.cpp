@@ -1,0 +1,195 @@
+// A loop's or worker's reactor slot, and the I/O awaiter; the design notes are in
+// include/corio/detail/io_slot.hpp and include/corio/detail/io_op.hpp.
+#include <corio/detail/io_slot.hpp>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include <corio/errors.hpp>
+
+#include "io/reactor.hpp"
+
+namespace corio {
+
+io_backend current_io_backend() noexcept {
+  detail::io_slot* slot = detail::current_io_slot;
+  return slot != nullptr ? slot->backend() : io_backend::automatic;
+}
+
+namespace detail {
+
+thread_local constinit io_slot* current_io_slot = nullptr;
+
+io_slot::scope::scope(io_slot& slot) noexcept : previous_(current_io_slot) { current_io_slot = &slot; }
+
+io_slot::scope::~scope() { current_io_slot = previous_; }
+
+io_slot::~io_slot() {
+  shutdown();
+  delete reactor_;
+}
+
+bool io_slot::submit(io_op& op) {
+  if (shut_down_) {
+    op.result = -ECANCELED;  // unreachable through the executors: nothing runs on a slot after shutdown
+    return true;
+  }
+  if (reactor_ == nullptr) {
+    reactor_ = make_reactor(requested_, thread_bound_).release();
+    backend_.store(reactor_->kind(), std::memory_order_release);
+    parker_.set_backend(this);
+  }
+  op.slot = this;
+  op.state.store(io_state::in_flight, std::memory_order_relaxed);  // published to a stop callback by its registration
+  if (reactor_->submit(op)) {
+    op.state.store(io_state::done, std::memory_order_relaxed);
+    return true;
+  }
+  ++pending_;
+  return false;
+}
+
+void io_slot::request_cancel(io_op& op) noexcept {
+  io_state expected = io_state::in_flight;
+  if (!op.state.compare_exchange_strong(expected, io_state::cancel_requested, std::memory_order_acq_rel)) {
+    return;  // finished (or shut down) first: nothing to cancel, and the op may be gone any moment
+  }
+  // Seq_cst push, then the parker's seq_cst load of its state: against the owner's seq_cst `parked`
+  // store and its seq_cst exchange of the queue in drain_cancel_requests(), either the owner sees the
+  // request before it sleeps or this wakes it (the parker.hpp Dekker pair).
+  io_op* head = cancels_.load(std::memory_order_relaxed);
+  do {
+    op.next_cancel = head;
+  } while (!cancels_.compare_exchange_weak(head, &op, std::memory_order_seq_cst, std::memory_order_relaxed));
+  parker_.unpark_if_parked();
+}
+
+void io_slot::drain_cancel_requests() noexcept {
+  io_op* request = cancels_.exchange(nullptr, std::memory_order_seq_cst);
+  while (request != nullptr) {
+    io_op& op = *request;
+    request = op.next_cancel;  // read before the op can be scheduled (and its frame freed)
+    if (op.state.load(std::memory_order_acquire) == io_state::done) {
+      deliver(op);  // it finished while its cancel request was on the way: deferred until now
+    } else {
+      op.state.store(io_state::cancel_issued, std::memory_order_relaxed);
+      reactor_->cancel(op);
+    }
+  }
+}
+
+void io_slot::deliver(io_op& op) noexcept {
+  batch_[batch_size_++] = op.handle;
+  if (batch_size_ == batch_capacity) {
+    flush();
+  }
+}
+
+void io_slot::flush() noexcept {
+  if (batch_size_ != 0) {
+    owner_.schedule_batch({batch_, batch_size_});
+    batch_size_ = 0;
+  }
+}
+
+void io_slot::turn(std::optional<std::chrono::nanoseconds> timeout) noexcept {
+  drain_cancel_requests();
+  reactor_->reap({[](void* context, io_op& op) noexcept {
+                    auto& self = *static_cast<io_slot*>(context);
+                    --self.pending_;
+                    if (op.state.exchange(io_state::done, std::memory_order_acq_rel) != io_state::cancel_requested) {
+                      self.deliver(op);
+                    }  // else: its cancel request is still queued; drain_cancel_requests delivers it
+                  },
+                  this},
+                 timeout);
+  drain_cancel_requests();
+  flush();
+}
+
+void io_slot::park(std::optional<std::chrono::nanoseconds> timeout) noexcept {
+  if (cancels_.load(std::memory_order_seq_cst) != nullptr) {
+    timeout = std::chrono::nanoseconds::zero();  // a cancel request arrived: act on it, do not sleep
+  }
+  turn(timeout);
+}
+
+void io_slot::wake() noexcept { reactor_->wake(); }
+
+void io_slot::shutdown() noexcept {
+  if (shut_down_) {
+    return;
+  }
+  shut_down_ = true;
+  if (reactor_ == nullptr) {
+    return;
+  }
+  parker_.set_backend(nullptr);                                                   // 4 (the parker part)
+  cancels_.exchange(nullptr, std::memory_order_seq_cst);                          // 1
+  reactor_->cancel_all_and_reap({[](void* context, io_op& op) noexcept {          // 2
+                                   --static_cast<io_slot*>(context)->pending_;
+                                   op.state.store(io_state::done, std::memory_order_release);  // 3
+                                 },
+                                 this});
+  batch_size_ = 0;  // handles collected but never scheduled belong to frames destroyed next
+}
+
+void request_io_cancel(io_op& op) noexcept { op.slot->request_cancel(op); }
+
+bool io_awaiter::start(std::coroutine_handle<> self, const std::stop_token* stop) {
+  stop_ = stop;
+  if (stop != nullptr && stop->stop_requested()) {
+    op_.result = -ECANCELED;
+    return false;
+  }
+  io_slot* slot = current_io_slot;
+  if (slot == nullptr) {
+    throw std::logic_error(std::string(what_) + ": no event loop or runtime runs on this thread");
+  }
+  op_.handle = self;
+  if (slot->submit(op_)) {
+    if (spend_coop_budget()) {  // finished without suspending: it still spends the budget
+      current_executor->yield_current(self);
+      return true;
+    }
+    return false;
+  }
+  if (stop != nullptr && stop->stop_possible()) {
+    stop_callback_.emplace(*stop, on_stop{&op_});  // may run at once, here: the slot then cancels it
+  }
+  return true;  // from here the reactor's thread resumes us; it is this thread, so op_ stays ours
+}
+
+bool io_awaiter::check() {
+  stop_callback_.reset();  // waits for a callback running on another thread
+  if (op_.result >= 0) {
+    if (error_ != nullptr) {
+      error_->clear();
+    }
+    return true;
+  }
+  int error = -op_.result;
+  bool cancelled_here = stop_ != nullptr && stop_->stop_requested() && (error == ECANCELED || error == EINTR);
+  if (error_ != nullptr) {
+    *error_ = cancelled_here ? std::make_error_code(std::errc::operation_canceled)
+                             : std::error_code(error, std::system_category());
+    return false;
+  }
+  if (cancelled_here) {
+    throw cancelled();
+  }
+  throw std::system_error(std::error_code(error, std::system_category()), what_);
+}
+
+void io_awaiter::abandoned_in_flight() noexcept {
+  std::fputs("corio: an I/O operation's frame was destroyed while the kernel still owned it "
+             "(its executor must cancel and reap it first)\n",
+             stderr);
+  std::abort();
+}
+
+}  // namespace detail
+}  // namespace corio

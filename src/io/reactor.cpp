@@ -1,0 +1,64 @@
+// Backend selection, made once per process and logged in one line; see reactor.hpp.
+#include "io/reactor.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace corio::detail {
+namespace {
+
+struct choice {
+  io_backend backend;
+  std::string reason;
+};
+
+choice decide_automatic() {
+  if (const char* forced = std::getenv("CORIO_BACKEND"); forced != nullptr && *forced != '\0') {
+    std::string_view name(forced);
+    if (name == "io_uring") {
+      return {io_backend::io_uring, "CORIO_BACKEND=io_uring"};
+    }
+    if (name == "epoll") {
+      return {io_backend::epoll, "CORIO_BACKEND=epoll"};
+    }
+    throw std::system_error(std::make_error_code(std::errc::invalid_argument),
+                            "corio: CORIO_BACKEND must be io_uring or epoll, not '" + std::string(name) + "'");
+  }
+  if (int error = probe_io_uring(); error != 0) {
+    return {io_backend::epoll, std::string("io_uring unavailable: io_uring_setup failed: ") + std::strerror(error)};
+  }
+  return {io_backend::io_uring, "io_uring_setup works here"};
+}
+
+// Once per process: resolve `automatic` and print the one log line. An explicit request is logged
+// the first time it is seen, so the line always says what the first reactor used and why.
+io_backend resolve(io_backend requested) {
+  static std::once_flag logged;
+  static choice automatic;
+  static std::once_flag decided;
+  if (requested == io_backend::automatic) {
+    std::call_once(decided, [] { automatic = decide_automatic(); });
+    std::call_once(logged, [] {
+      std::fprintf(stderr, "corio: I/O backend %s (%s)\n", to_string(automatic.backend).data(), automatic.reason.c_str());
+    });
+    return automatic.backend;
+  }
+  std::call_once(logged, [requested] {
+    std::fprintf(stderr, "corio: I/O backend %s (requested by the executor's options)\n", to_string(requested).data());
+  });
+  return requested;
+}
+
+}  // namespace
+
+std::unique_ptr<reactor> make_reactor(io_backend requested, bool thread_bound) {
+  return resolve(requested) == io_backend::io_uring ? make_uring_reactor(thread_bound) : make_epoll_reactor();
+}
+
+}  // namespace corio::detail

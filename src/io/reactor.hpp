@@ -1,0 +1,70 @@
+#pragma once
+// The reactor: the kernel side of one thread's I/O, behind one small interface with two backends
+// (uring_reactor.cpp, epoll_reactor.cpp), chosen at start-up (make_reactor, in reactor.cpp).
+//
+// Design note.
+// Contract (DESIGN.md, "The reactor contract"): submit() starts an op, reap() reports finished ops to
+//   a sink and never resumes anything; the caller (io_slot) schedules their handles in one batch.
+//   cancel() asks the kernel to stop an op early; the op still finishes through reap(), exactly once,
+//   with -ECANCELED or with whatever the kernel completed first. cancel_all_and_reap() is the shutdown
+//   step: when it returns, the kernel holds no op of this reactor.
+// Threads: everything but wake() on the owning thread (one submitter: io_uring's SQ is single-producer);
+//   wake() from any thread, and it may race with the owner's reap (an eventfd write).
+// Rejected: a wider interface with per-op-kind virtuals (the op kind is data in io_request, and a
+//   switch in each backend is shorter than a dozen virtuals); reporting completions by callback
+//   inside the kernel wait (the sink is a plain function pointer, called after the wait returns).
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+
+#include <corio/detail/io_op.hpp>
+#include <corio/detail/socket.hpp>
+#include <corio/io_backend.hpp>
+
+namespace corio::detail {
+
+/// Receives finished ops from reap() and cancel_all_and_reap().
+struct completion_sink {
+  void (*finish)(void* context, io_op& op) noexcept;
+  void* context;
+  void operator()(io_op& op) const noexcept { finish(context, op); }
+};
+
+class reactor {
+ public:
+  virtual ~reactor() = default;
+
+  /// Starts `op`. Returns true if it finished at once (epoll: the syscall did not block; op.result is
+  /// set and nothing is queued), false if it will finish through reap().
+  virtual bool submit(io_op& op) noexcept = 0;
+
+  /// Asks for `op` (submitted here, not yet reported) to stop early. It is still reported by reap().
+  virtual void cancel(io_op& op) noexcept = 0;
+
+  /// Submits what is queued and waits up to `timeout` (none: no limit; zero: do not block) for at
+  /// least one completion or a wake(); reports every finished op to `sink`.
+  virtual void reap(completion_sink sink, std::optional<std::chrono::nanoseconds> timeout) noexcept = 0;
+
+  /// Any thread: makes a reap() in progress, or the next one, return promptly.
+  virtual void wake() noexcept = 0;
+
+  /// Cancels every op in flight and waits until the kernel let go of each, reporting each to `sink`.
+  virtual void cancel_all_and_reap(completion_sink sink) noexcept = 0;
+
+  virtual io_backend kind() const noexcept = 0;
+};
+
+/// Creates a reactor on the calling thread (it becomes the owning thread). `requested` automatic
+/// resolves once per process (CORIO_BACKEND, else io_uring if a ring can be set up, else epoll) and
+/// logs the choice; naming a backend that cannot be set up throws std::system_error.
+std::unique_ptr<reactor> make_reactor(io_backend requested, bool thread_bound);
+
+/// The two backends (uring_reactor.cpp, epoll_reactor.cpp). Both throw std::system_error on failure.
+std::unique_ptr<reactor> make_uring_reactor(bool thread_bound);
+std::unique_ptr<reactor> make_epoll_reactor();
+
+/// 0 if an io_uring can be set up here, else the errno io_uring_setup failed with.
+int probe_io_uring() noexcept;
+
+}  // namespace corio::detail

@@ -1,0 +1,230 @@
+// The io_uring backend of the reactor (interface and contract in reactor.hpp).
+//
+// Design note.
+// Ring: set up on the owning thread. A thread-bound ring (runtime worker) asks for SINGLE_ISSUER +
+//   DEFER_TASKRUN (completions are run only when this thread waits, in one batch, with no IPIs), then
+//   COOP_TASKRUN, then plain, whichever the kernel accepts (EINVAL -> next); an event loop's ring,
+//   whose destructor may run on another thread, gets neither (a second submitter would be refused).
+//   SQ 256, CQ 8192 entries: one op per connection fits 8192 connections per thread without relying
+//   on the kernel's overflow list (which NODROP kernels have anyway).
+// Submission: submit() only fills an SQE (user_data = the io_op's address, no look-up); the SQEs
+//   of one loop turn go to the kernel together with the wait, in one io_uring_enter
+//   (io_uring_submit_and_wait_timeout with EXT_ARG: the timeout is an argument, not an SQE). A full
+//   SQ is flushed early. Cancel SQEs and the wake read carry reserved user_data values 0 and 1.
+// Wake-up: an eventfd with one IORING_OP_READ always armed on it (re-armed after each completion);
+//   wake() writes the eventfd, which completes the read and ends the wait. MSG_RING would need the
+//   waker to own a ring; foreign threads do not.
+// Cancellation: cancel() queues IORING_OP_ASYNC_CANCEL for the op's address; the op then completes
+//   with -ECANCELED (or with its real result if it won the race) and the buffer it names stays valid
+//   because its frame stays suspended until that completion is reported.
+// Shutdown (cancel_all_and_reap), in order:
+//   1. queue ASYNC_CANCEL_ANY (every request of this ring, the wake read included);
+//   2. submit and wait until every op and the wake read have posted their completion, re-issuing the
+//      cancel every 100 ms in case a request was being issued to io-wq when the first one ran;
+//   3. report each op; the ring then holds nothing that points into user memory, and closing it (the
+//      destructor, on any thread) is safe.
+// Invariants: `in_flight_` counts ops submitted and not yet reported; `wake_armed_` says whether the
+//   wake read is in the kernel. Owning thread only, except wake().
+#include <liburing.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <system_error>
+
+#include "io/reactor.hpp"
+
+namespace corio::detail {
+namespace {
+
+constexpr unsigned sq_entries = 256;
+constexpr unsigned cq_entries = 8192;
+constexpr std::uint64_t ignored_tag = 0;
+constexpr std::uint64_t wake_tag = 1;
+
+int setup_ring(io_uring& ring, bool thread_bound) noexcept {
+  const unsigned common = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL;
+  const unsigned bound_flags[] = {
+      common | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+      common | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
+      IORING_SETUP_CQSIZE,
+      0,
+  };
+  const unsigned loop_flags[] = {common, IORING_SETUP_CQSIZE, 0};
+  const unsigned* first = thread_bound ? bound_flags : loop_flags;
+  const std::size_t count = thread_bound ? std::size(bound_flags) : std::size(loop_flags);
+  int result = -EINVAL;
+  for (std::size_t i = 0; i < count && result == -EINVAL; ++i) {
+    io_uring_params params{};
+    params.flags = first[i];
+    params.cq_entries = cq_entries;
+    result = io_uring_queue_init_params(sq_entries, &ring, &params);
+  }
+  return result;
+}
+
+__kernel_timespec to_timespec(std::chrono::nanoseconds timeout) noexcept {
+  auto ns = timeout.count() > 0 ? timeout.count() : 0;
+  return {.tv_sec = ns / 1'000'000'000, .tv_nsec = ns % 1'000'000'000};
+}
+
+class uring_reactor final : public reactor {
+ public:
+  explicit uring_reactor(bool thread_bound) {
+    if (int result = setup_ring(ring_, thread_bound); result < 0) {
+      throw std::system_error(-result, std::system_category(), "corio: io_uring backend: io_uring_setup");
+    }
+    wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (wake_fd_ < 0) {
+      int error = errno;
+      io_uring_queue_exit(&ring_);
+      throw std::system_error(error, std::system_category(), "corio: io_uring backend: eventfd");
+    }
+  }
+
+  ~uring_reactor() override {
+    cancel_all_and_reap({[](void*, io_op&) noexcept {}, nullptr});  // nothing left unless misused
+    io_uring_queue_exit(&ring_);
+    ::close(wake_fd_);
+  }
+
+  bool submit(io_op& op) noexcept override {
+    io_uring_sqe* sqe = next_sqe();
+    switch (op.kind) {
+      case io_kind::recv:
+        io_uring_prep_recv(sqe, op.fd, op.buffer, op.length, 0);
+        break;
+      case io_kind::send:
+        io_uring_prep_send(sqe, op.fd, op.buffer, op.length, MSG_NOSIGNAL);
+        break;
+      case io_kind::accept:
+        io_uring_prep_accept(sqe, op.fd, static_cast<sockaddr*>(op.buffer), op.address_length,
+                             SOCK_NONBLOCK | SOCK_CLOEXEC);
+        break;
+      case io_kind::connect:
+        io_uring_prep_connect(sqe, op.fd, static_cast<const sockaddr*>(op.buffer), op.length);
+        break;
+      case io_kind::recvmsg:
+        io_uring_prep_recvmsg(sqe, op.fd, static_cast<msghdr*>(op.buffer), 0);
+        break;
+      case io_kind::sendmsg:
+        io_uring_prep_sendmsg(sqe, op.fd, static_cast<const msghdr*>(op.buffer), MSG_NOSIGNAL);
+        break;
+    }
+    io_uring_sqe_set_data64(sqe, reinterpret_cast<std::uintptr_t>(&op));
+    ++in_flight_;
+    return false;
+  }
+
+  void cancel(io_op& op) noexcept override {
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_cancel64(sqe, reinterpret_cast<std::uintptr_t>(&op), 0);
+    io_uring_sqe_set_data64(sqe, ignored_tag);
+  }
+
+  void reap(completion_sink sink, std::optional<std::chrono::nanoseconds> timeout) noexcept override {
+    if (!wake_armed_) {
+      arm_wake();
+    }
+    if (timeout && timeout->count() <= 0) {
+      io_uring_submit_and_get_events(&ring_);
+    } else {
+      io_uring_cqe* cqe = nullptr;
+      __kernel_timespec limit{};
+      if (timeout) {
+        limit = to_timespec(*timeout);
+      }
+      io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, timeout ? &limit : nullptr, nullptr);
+    }
+    report_completions(sink);
+  }
+
+  void wake() noexcept override {
+    eventfd_t one = 1;
+    ::eventfd_write(wake_fd_, one);
+  }
+
+  void cancel_all_and_reap(completion_sink sink) noexcept override {
+    draining_ = true;
+    while (in_flight_ != 0 || wake_armed_) {
+      io_uring_sqe* sqe = next_sqe();
+      io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+      io_uring_sqe_set_data64(sqe, ignored_tag);
+      io_uring_cqe* cqe = nullptr;
+      __kernel_timespec limit = to_timespec(std::chrono::milliseconds(100));
+      int result = io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &limit, nullptr);
+      report_completions(sink);
+      if (result == -EEXIST) {
+        break;  // a SINGLE_ISSUER ring reached from a foreign thread: only its owner could drain it
+      }
+    }
+  }
+
+  io_backend kind() const noexcept override { return io_backend::io_uring; }
+
+ private:
+  io_uring_sqe* next_sqe() noexcept {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    while (sqe == nullptr) {  // the SQ is full: hand this turn's entries to the kernel early
+      io_uring_submit(&ring_);
+      sqe = io_uring_get_sqe(&ring_);
+    }
+    return sqe;
+  }
+
+  void arm_wake() noexcept {
+    if (draining_) {
+      return;
+    }
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_read(sqe, wake_fd_, &wake_buffer_, sizeof(wake_buffer_), 0);
+    io_uring_sqe_set_data64(sqe, wake_tag);
+    wake_armed_ = true;
+  }
+
+  void report_completions(completion_sink sink) noexcept {
+    unsigned head = 0;
+    unsigned seen = 0;
+    io_uring_cqe* cqe = nullptr;
+    io_uring_for_each_cqe(&ring_, head, cqe) {
+      ++seen;
+      std::uint64_t tag = io_uring_cqe_get_data64(cqe);
+      if (tag == ignored_tag) {
+        continue;
+      }
+      if (tag == wake_tag) {
+        wake_armed_ = false;  // re-armed at the start of the next reap
+        continue;
+      }
+      auto* op = reinterpret_cast<io_op*>(static_cast<std::uintptr_t>(tag));
+      op->result = cqe->res;
+      --in_flight_;
+      sink(*op);
+    }
+    io_uring_cq_advance(&ring_, seen);
+  }
+
+  io_uring ring_{};
+  int wake_fd_ = -1;
+  eventfd_t wake_buffer_ = 0;
+  std::size_t in_flight_ = 0;
+  bool wake_armed_ = false;
+  bool draining_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<reactor> make_uring_reactor(bool thread_bound) { return std::make_unique<uring_reactor>(thread_bound); }
+
+int probe_io_uring() noexcept {
+  io_uring ring{};
+  int result = io_uring_queue_init(2, &ring, 0);
+  if (result < 0) {
+    return -result;
+  }
+  io_uring_queue_exit(&ring);
+  return 0;
+}
+
+}  // namespace corio::detail

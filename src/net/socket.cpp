@@ -1,0 +1,55 @@
+// Socket helpers shared by corio/net and the error categories of corio/net/error.hpp.
+#include <corio/detail/socket.hpp>
+#include <corio/net/error.hpp>
+
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <string>
+
+namespace corio {
+namespace detail {
+
+int open_socket(int family, int type) noexcept {
+  int fd = ::socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  return fd >= 0 ? fd : -errno;
+}
+
+}  // namespace detail
+
+namespace net {
+namespace {
+
+class net_error_category final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "corio.net"; }
+  std::string message(int value) const override {
+    switch (static_cast<errc>(value)) {
+      case errc::end_of_stream:
+        return "end of stream (the peer closed the connection)";
+    }
+    return "unknown corio.net error";
+  }
+};
+
+class resolve_error_category final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "getaddrinfo"; }
+  std::string message(int value) const override { return ::gai_strerror(value); }
+};
+
+}  // namespace
+
+const std::error_category& net_category() noexcept {
+  static const net_error_category category;
+  return category;
+}
+
+const std::error_category& resolve_category() noexcept {
+  static const resolve_error_category category;
+  return category;
+}
+
+}  // namespace net
+}  // namespace corio

@@ -1,0 +1,53 @@
+#pragma once
+// Helpers the socket types share: their addresses, and the throwing form of an error_code call.
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <system_error>
+
+#include <corio/detail/socket.hpp>
+#include <corio/net/endpoint.hpp>
+
+namespace corio::net::detail {
+
+/// getsockname (or getpeername) as an endpoint; throws std::system_error naming `what`.
+inline endpoint socket_name(int fd, bool peer, const char* what) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof(address);
+  auto* raw = reinterpret_cast<sockaddr*>(&address);
+  if ((peer ? ::getpeername(fd, raw, &length) : ::getsockname(fd, raw, &length)) < 0) {
+    throw std::system_error(std::error_code(errno, std::system_category()), what);
+  }
+  return endpoint::from_sockaddr(raw, length).value_or(endpoint());
+}
+
+/// Calls `call(error)` and throws std::system_error naming `what` if it stored an error.
+template <class Call>
+auto or_throw(const char* what, Call call) {
+  std::error_code error;
+  auto result = call(error);
+  if (error) {
+    throw std::system_error(error, what);
+  }
+  return result;
+}
+
+/// Opens a socket of `local`'s family, runs `configure(fd)` (false: failed, errno set), binds it.
+/// Returns the owned socket, or a closed one with `error` set.
+template <class Configure>
+corio::detail::socket_fd open_bound(const endpoint& local, int type, std::error_code& error, Configure configure) {
+  int fd = corio::detail::open_socket(local.family(), type);
+  if (fd < 0) {
+    error.assign(-fd, std::system_category());
+    return {};
+  }
+  corio::detail::socket_fd socket(fd);
+  if (!configure(fd) || ::bind(fd, local.data(), local.size()) < 0) {
+    error.assign(errno, std::system_category());
+    return {};
+  }
+  error.clear();
+  return socket;
+}
+
+}  // namespace corio::net::detail

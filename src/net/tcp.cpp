@@ -1,0 +1,155 @@
+// corio::net::tcp_stream and tcp_listener: the synchronous parts and the multi-step operations.
+#include <corio/net/tcp_listener.hpp>
+#include <corio/net/tcp_stream.hpp>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+
+#include "net/socket_name.hpp"
+
+namespace corio::net {
+namespace {
+
+using detail::or_throw;
+using detail::socket_name;
+
+[[noreturn]] void throw_errno(int error, const char* what) {
+  throw std::system_error(std::error_code(error, std::system_category()), what);
+}
+
+}  // namespace
+
+// --- connect --------------------------------------------------------------------------------------
+
+namespace detail {
+
+connect_awaiter::connect_awaiter(const endpoint& peer, std::error_code* error) noexcept
+    : io_awaiter("corio::net::tcp_stream::connect", error), peer_(peer) {
+  op_.kind = corio::detail::io_kind::connect;
+}
+
+bool connect_awaiter::prepare() noexcept {
+  int fd = corio::detail::open_socket(peer_.family(), SOCK_STREAM);
+  if (fd < 0) {
+    op_.result = fd;
+    return false;
+  }
+  socket_.reset(fd);
+  op_.fd = fd;
+  op_.buffer = const_cast<sockaddr*>(peer_.data());
+  op_.length = peer_.size();
+  return true;
+}
+
+tcp_stream connect_awaiter::await_resume() {
+  if (!check()) {
+    return tcp_stream();
+  }
+  return tcp_stream(socket_.release());
+}
+
+}  // namespace detail
+
+// --- tcp_stream -----------------------------------------------------------------------------------
+
+task<std::size_t> tcp_stream::transfer_all(corio::detail::io_kind kind, std::byte* data, std::size_t size,
+                                           const char* what, std::error_code* error) {
+  std::size_t done = 0;
+  while (done < size) {
+    std::size_t step = co_await corio::detail::transfer_awaiter(kind, socket_.get(), data + done, size - done, what, error);
+    if (error != nullptr && *error) {
+      co_return done;
+    }
+    if (step == 0) {  // recv: the peer closed early (send never returns 0 for a non-empty buffer)
+      if (error != nullptr) {
+        *error = make_error_code(errc::end_of_stream);
+        co_return done;
+      }
+      throw std::system_error(make_error_code(errc::end_of_stream), what);
+    }
+    done += step;
+  }
+  if (error != nullptr) {
+    error->clear();
+  }
+  co_return done;
+}
+
+task<std::size_t> tcp_stream::read_exact(std::span<std::byte> buffer) {
+  return transfer_all(corio::detail::io_kind::recv, buffer.data(), buffer.size(), "corio::net::tcp_stream::read_exact",
+                      nullptr);
+}
+
+task<std::size_t> tcp_stream::read_exact(std::span<std::byte> buffer, std::error_code& error) {
+  return transfer_all(corio::detail::io_kind::recv, buffer.data(), buffer.size(), "corio::net::tcp_stream::read_exact",
+                      &error);
+}
+
+task<std::size_t> tcp_stream::write_all(std::span<const std::byte> data) {
+  return transfer_all(corio::detail::io_kind::send, const_cast<std::byte*>(data.data()), data.size(),
+                      "corio::net::tcp_stream::write_all", nullptr);
+}
+
+task<std::size_t> tcp_stream::write_all(std::span<const std::byte> data, std::error_code& error) {
+  return transfer_all(corio::detail::io_kind::send, const_cast<std::byte*>(data.data()), data.size(),
+                      "corio::net::tcp_stream::write_all", &error);
+}
+
+void tcp_stream::shutdown(int how) {
+  or_throw("corio::net::tcp_stream::shutdown", [&](std::error_code& error) {
+    shutdown(how, error);
+    return 0;
+  });
+}
+
+void tcp_stream::shutdown(int how, std::error_code& error) noexcept {
+  if (::shutdown(socket_.get(), how) < 0) {
+    error.assign(errno, std::system_category());
+  } else {
+    error.clear();
+  }
+}
+
+void tcp_stream::set_nodelay(bool enabled) {
+  int value = enabled ? 1 : 0;
+  if (::setsockopt(socket_.get(), IPPROTO_TCP, TCP_NODELAY, &value, sizeof(value)) < 0) {
+    throw_errno(errno, "corio::net::tcp_stream::set_nodelay");
+  }
+}
+
+endpoint tcp_stream::local_endpoint() const {
+  return socket_name(socket_.get(), false, "corio::net::tcp_stream::local_endpoint");
+}
+
+endpoint tcp_stream::peer_endpoint() const {
+  return socket_name(socket_.get(), true, "corio::net::tcp_stream::peer_endpoint");
+}
+
+// --- tcp_listener ---------------------------------------------------------------------------------
+
+tcp_listener tcp_listener::bind(const endpoint& local, listen_options options) {
+  return or_throw("corio::net::tcp_listener::bind", [&](std::error_code& error) { return bind(local, options, error); });
+}
+
+tcp_listener tcp_listener::bind(const endpoint& local, listen_options options, std::error_code& error) noexcept {
+  tcp_listener listener;
+  listener.socket_ = detail::open_bound(local, SOCK_STREAM, error, [&](int fd) {
+    int one = 1;
+    return (!options.reuse_address || ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0) &&
+           (!options.reuse_port || ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) == 0);
+  });
+  if (!error && ::listen(listener.socket_.get(), options.backlog) < 0) {
+    error.assign(errno, std::system_category());
+    listener.close();
+  }
+  return listener;
+}
+
+endpoint tcp_listener::local_endpoint() const {
+  return socket_name(socket_.get(), false, "corio::net::tcp_listener::local_endpoint");
+}
+
+}  // namespace corio::net

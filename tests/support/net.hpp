@@ -1,0 +1,110 @@
+#pragma once
+// Test helpers for the reactor and networking suites: the two backends as gtest types, loops and
+// runtimes that use a given backend, and small loopback building blocks.
+#include <corio/event_loop.hpp>
+#include <corio/io_backend.hpp>
+#include <corio/join_handle.hpp>
+#include <corio/net/endpoint.hpp>
+#include <corio/net/tcp_listener.hpp>
+#include <corio/net/tcp_stream.hpp>
+#include <corio/runtime.hpp>
+#include <corio/task.hpp>
+
+#include <gtest/gtest.h>
+#include <linux/io_uring.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "support/loops.hpp"
+
+namespace corio::test {
+
+/// 0 if this machine can set up an io_uring, else the errno of io_uring_setup.
+inline int io_uring_setup_error() noexcept {
+  io_uring_params params{};
+  long fd = ::syscall(__NR_io_uring_setup, 2, &params);
+  if (fd < 0) {
+    return errno;
+  }
+  ::close(static_cast<int>(fd));
+  return 0;
+}
+
+struct uring_backend {
+  static constexpr io_backend value = io_backend::io_uring;
+};
+struct epoll_backend {
+  static constexpr io_backend value = io_backend::epoll;
+};
+using both_backends = ::testing::Types<uring_backend, epoll_backend>;
+
+struct backend_names {
+  template <class T>
+  static std::string GetName(int) {
+    return std::string(to_string(T::value));
+  }
+};
+
+/// Base fixture: skips the io_uring instantiation where no ring can be set up (a genuinely missing
+/// kernel feature; the fallback test covers that machine), and records the backend under test.
+template <class Backend>
+class backend_test : public ::testing::Test {
+ protected:
+  static constexpr io_backend backend = Backend::value;
+  void SetUp() override {
+    if (backend == io_backend::io_uring && io_uring_setup_error() != 0) {
+      GTEST_SKIP() << "io_uring cannot be set up on this machine";
+    }
+  }
+};
+
+/// Runs `body()` on a loop with `backend`, driven by run() on this thread until the body finishes.
+template <class Body>
+void run_on_loop(io_backend backend, Body body) {
+  event_loop loop(backend);
+  run_on(loop, std::move(body));
+}
+
+inline runtime::options runtime_options(io_backend backend, std::size_t workers = 2) {
+  runtime::options options;
+  options.workers = workers;
+  options.backend = backend;
+  return options;
+}
+
+inline std::span<const std::byte> bytes(std::string_view text) { return std::as_bytes(std::span(text)); }
+
+inline std::string text(std::span<const std::byte> data) {
+  return std::string(reinterpret_cast<const char*>(data.data()), data.size());
+}
+
+/// Echoes every chunk it reads back whole until the peer closes.
+inline task<void> echo_connection(net::tcp_stream stream) {
+  std::byte buffer[4096];
+  for (;;) {
+    std::size_t n = co_await stream.read_some(buffer);
+    if (n == 0) {
+      co_return;
+    }
+    co_await stream.write_all(std::span<const std::byte>(buffer, n));
+  }
+}
+
+/// Connects, sends `message`, reads the same number of bytes back.
+inline task<std::string> echo_once(net::endpoint server, std::string message) {
+  auto stream = co_await net::tcp_stream::connect(server);
+  co_await stream.write_all(bytes(message));
+  std::string reply(message.size(), '\0');
+  co_await stream.read_exact(std::as_writable_bytes(std::span(reply)));
+  co_return reply;
+}
+
+}  // namespace corio::test
