@@ -4,6 +4,7 @@
 #                  deps -> header self-containment (g++, clang++-19)
 #                  -> presets dev (ASan+UBSan), tsan, release: configure, build, ctest
 #                  -> preset clang (clang++-19): build, ctest
+#                  -> fuzz (libFuzzer, clang 19): channel operations against a sequential model, 60 s
 #                  -> install-and-consume test -> `make bench QUICK=1` as a smoke run
 #                Stops at the first failure; prints a banner and a time per stage.
 #   make bench   the lab: build the library (release preset), install it to build/prefix, run
@@ -60,6 +61,7 @@ test:
 	$(call preset,tsan,bash scripts/tsan_run.sh build/tsan)
 	$(call preset,release)
 	$(call preset,clang)
+	$(STAGE) "fuzz: channel operations against a model (clang 19 libFuzzer, 60 s)" 'JOBS=$(JOBS) bash scripts/fuzz_run.sh 60'
 	$(STAGE) "install-and-consume (release)" bash scripts/install_test.sh
 	$(STAGE) "bench smoke: make bench QUICK=1" '$(SUBMAKE) bench QUICK=1'
 

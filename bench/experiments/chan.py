@@ -29,6 +29,7 @@ ETYPES = ["int", "str", "str_ptr", "str_clone"]
 WORKERS = {"full": [100, 1_000, 10_000], "quick": [10, 100, 1_000]}
 EVENTS = {"full": 10_000, "quick": 1_000}
 CAPACITY = 256
+REPS = 3  # runs per cell: 9 programs x 4 events x 3 sizes at the lab's default of 5 would take ~30 min
 STRING_SIZE = 16
 CORIO_BINARY = "chan_corio"
 # Which peer each corio row must match or beat (DESIGN.md: channels, on all cores and on one worker).

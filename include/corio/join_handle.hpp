@@ -97,35 +97,30 @@ class [[nodiscard]] join_handle {
 
     template <class Promise>
     bool await_suspend(std::coroutine_handle<Promise> self) {
+      using detail::join_phase;
       detail::join_state<T>& state = *handle_.state_;
-      auto phase = state.phase.load(std::memory_order_acquire);
       const std::stop_token* stop = detail::stop_token_of(self);
-      if (phase != detail::join_phase::finished && stop != nullptr && stop->stop_requested()) {
-        state.stop.request_stop();
-        cancelled_ = true;
-      }
-      if (phase == detail::join_phase::finished || cancelled_) {
-        return detail::yield_if_budget_spent(self);
+      auto phase = join_phase::running;
+      if (!state.phase.compare_exchange_strong(phase, join_phase::registering, std::memory_order_acq_rel)) {
+        return detail::yield_if_budget_spent(self);  // finished already: take the outcome now
       }
       state.joiner = self;
       state.joiner_owner = detail::current_executor;
       if (stop != nullptr) {
-        stop_callback_.emplace(*stop, on_stop{this});  // may run at once: it then finds `running`
+        stop_callback_.emplace(*stop, on_stop{this});  // may run at once: it then marks the phase
       }
-      suspended_ = true;  // before the CAS: once registered, another thread may resume us at once
-      auto expected = detail::join_phase::running;
-      if (!state.phase.compare_exchange_strong(expected, detail::join_phase::joiner_waiting,
-                                               std::memory_order_acq_rel)) {
-        suspended_ = false;
-        return detail::yield_if_budget_spent(self);  // finished meanwhile
+      suspended_ = true;  // before the CAS: once armed, another thread may resume us at once
+      phase = join_phase::registering;
+      if (state.phase.compare_exchange_strong(phase, join_phase::joiner_waiting, std::memory_order_acq_rel)) {
+        return true;  // armed: touch nothing from here on
       }
-      if (stop != nullptr && stop->stop_requested() && unregister()) {
-        state.stop.request_stop();  // the stop arrived before we were registered
-        suspended_ = false;
+      suspended_ = false;
+      if (phase == join_phase::registering_cancelled &&
+          state.phase.compare_exchange_strong(phase, join_phase::running, std::memory_order_acq_rel)) {
+        state.stop.request_stop();
         cancelled_ = true;
-        return false;
       }
-      return true;  // registered: from here on another thread may resume us; touch nothing
+      return detail::yield_if_budget_spent(self);  // cancelled, or the task finished while we registered
     }
 
     T await_resume() {
@@ -148,11 +143,17 @@ class [[nodiscard]] join_handle {
       void operator()() const noexcept { self->cancel(); }
     };
 
-    // Any thread, from the awaiting task's stop callback.
+    // Any thread, from the awaiting task's stop callback: asks the joined task to stop, and stops
+    // waiting for it (see root.hpp for the phases).
     void cancel() noexcept {
+      using detail::join_phase;
       detail::join_state<T>& state = *handle_.state_;
       state.stop.request_stop();
-      if (unregister()) {
+      auto phase = join_phase::registering;
+      if (state.phase.compare_exchange_strong(phase, join_phase::registering_cancelled, std::memory_order_acq_rel)) {
+        return;  // the joiner is still registering: it sees this and does not suspend
+      }
+      if (phase == join_phase::joiner_waiting && unregister()) {
         cancelled_ = true;
         detail::resume_through(state.joiner_owner, state.joiner);
       }

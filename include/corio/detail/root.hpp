@@ -13,16 +13,23 @@
 //   and the join_handle; the last of the two frees it. A shutdown destroys an unfinished frame,
 //   records corio::cancelled as the outcome and drops the root side's reference.
 // Join protocol (one atomic `phase`; the joiner is at most one coroutine, the awaiter of the handle):
-//   running --joiner parks--> joiner_waiting --task ends--> waking --joiner scheduled--> finished
-//   running --task ends--> finished                    (a later joiner does not suspend)
-//   joiner_waiting --joiner cancelled or destroyed--> running   (it unregistered itself)
+//   running --joiner starts--> registering --joiner armed--> joiner_waiting --task ends--> waking
+//           --joiner scheduled--> finished
+//   running --task ends--> finished                       (a later joiner does not suspend)
+//   registering --task ends--> finished                   (the joiner sees it and does not suspend)
+//   registering --joiner's stop--> registering_cancelled  (the joiner sees it and does not suspend)
+//   joiner_waiting --joiner's stop, or its frame destroyed--> running   (it unregistered itself)
+//   `registering` covers the joiner's set-up (storing itself, registering its stop callback): nobody
+//   resumes it then, so the joiner may still touch its frame; after its CAS to joiner_waiting it
+//   touches nothing, since the ending side or a canceller may resume it at once on another thread.
 //   "Task ends" is finish_spawned or, at shutdown, destroy_frame: both go through end_join(), so a
 //   waiting joiner is woken on every path (with corio::cancelled when the frame was destroyed).
-//   The joiner stores itself before its acq_rel CAS; the ending side's CAS reads it. `waking` covers
-//   the ending side's call into the joiner's executor: a joiner frame destroyed meanwhile (its loop
-//   is being destroyed) waits in its awaiter's destructor until `finished`, so that executor and
-//   frame stay valid during the call. A cancelled joiner stops waiting at once (it leaves the task
-//   running, asked to stop), so with_timeout around a join returns at its deadline.
+//   `waking` covers the ending side's call into the joiner's executor: a joiner frame destroyed
+//   meanwhile (its loop is being destroyed) waits in its awaiter's destructor until `finished`, so
+//   that executor and frame stay valid during the call. A cancelled joiner stops waiting at once (it
+//   leaves the task running, asked to stop), so with_timeout around a join returns at its deadline.
+//   CAS operations are acq_rel: the joiner's fields are published by its CAS to joiner_waiting, the
+//   task's outcome by the ending side's CAS out of it.
 // Detach versus finish: `detached` and `phase` are a store-buffering pair (each side writes one and
 //   reads the other), so all four accesses are seq_cst: at least one side sees the other and reports
 //   an escaped exception; `failure_reported` makes it exactly one. The finishing side reports through
@@ -52,7 +59,7 @@
 
 namespace corio::detail {
 
-enum class join_phase : std::uint8_t { running, joiner_waiting, waking, finished };
+enum class join_phase : std::uint8_t { running, registering, registering_cancelled, joiner_waiting, waking, finished };
 
 enum class cancellable : bool { no, yes };
 
