@@ -143,7 +143,7 @@ bool io_awaiter::start(std::coroutine_handle<> self, const std::stop_token* stop
   stop_ = stop;
   if (stop != nullptr && stop->stop_requested()) {
     op_.result = -ECANCELED;
-    return false;
+    return yield_if_budget_spent(self);  // cancelled without suspending still spends the budget
   }
   io_slot* slot = current_io_slot;
   if (slot == nullptr) {
@@ -151,11 +151,7 @@ bool io_awaiter::start(std::coroutine_handle<> self, const std::stop_token* stop
   }
   op_.handle = self;
   if (slot->submit(op_)) {
-    if (spend_coop_budget()) {  // finished without suspending: it still spends the budget
-      current_executor->yield_current(self);
-      return true;
-    }
-    return false;
+    return yield_if_budget_spent(self);  // finished without suspending: it still spends the budget
   }
   if (stop != nullptr && stop->stop_possible()) {
     stop_callback_.emplace(*stop, on_stop{&op_});  // may run at once, here: the slot then cancels it

@@ -60,9 +60,9 @@
 #include <type_traits>
 #include <utility>
 
-namespace corio::detail {
+#include <corio/detail/parker.hpp>
 
-class parker;
+namespace corio::detail {
 
 /// One posted functor, stored in place in a segment: the record is the operation pointer followed by
 /// the functor (or, for a large or over-aligned functor, a pointer to a heap copy). Records are
