@@ -311,9 +311,9 @@ class receiver : public detail::channel_handle<T, false> {
   /// or suspends until one arrives; nullopt once the channel is closed and drained. Resumes on the
   /// executor it suspended on. If the task is cancelled while it waits, throws corio::cancelled; a
   /// value handed to it just before goes to the next receiver (or back to the front of the buffer),
-  /// never lost. To bound the wait, use `corio::select(rx.recv(), corio::after(d))` rather than
-  /// with_timeout: when_any (under with_timeout) discards a loser's result, so a value that arrives
-  /// in the same instant as the deadline, on another worker, could be lost there.
+  /// never lost. To bound the wait, `corio::select(rx.recv(), corio::after(d))` or
+  /// `corio::with_timeout(d, rx.recv())` (which returns a value that arrived in the same instant as
+  /// the deadline). Not when_any: it destroys the result of an operand that finished after losing.
   [[nodiscard]] recv_operation<T> recv() { return recv_operation<T>(detail::checked(state_, "receiver::recv")); }
 
   /// Never suspends: ok with the value, empty, or closed (closed and drained).

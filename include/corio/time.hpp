@@ -29,6 +29,7 @@
 #include <corio/detail/timer_queue.hpp>
 #include <corio/errors.hpp>
 #include <corio/task.hpp>
+#include <corio/detail/join_child.hpp>
 #include <corio/when_any.hpp>
 
 namespace corio {
@@ -115,18 +116,27 @@ template <class Rep, class Period>
 
 /// Awaits `operation`, but gives up after `duration`: the operation is cancelled (it sees
 /// corio::cancelled at its suspension point and is awaited until it stops) and corio::timed_out is
-/// thrown. If the operation finishes first, its result or exception is passed through.
+/// thrown. If the operation finishes first, its result or exception is passed through. If it produced
+/// a value anyway, in the same instant as the deadline and too late to be cancelled, that value is
+/// returned rather than dropped, so wrapping a channel's recv (or anything that consumes) in
+/// with_timeout never loses what it took.
 ///
 ///     auto reply = co_await corio::with_timeout(1s, read_reply());
 template <class Rep, class Period, class Awaitable>
 task<detail::await_result_t<Awaitable>> with_timeout(std::chrono::duration<Rep, Period> duration, Awaitable operation) {
-  auto outcome = co_await when_any(std::move(operation), sleep_for(duration));
-  if (outcome.index() == 1) {
-    throw timed_out();
+  detail::race_cancellation cancellation(co_await detail::current_stop_token{});
+  detail::combinator_state join;
+  join.cancel_on_first = &cancellation.source();
+  auto op = detail::make_join_child(std::move(operation));
+  auto timer = detail::make_join_child(sleep_for(duration));
+  co_await detail::join_all_awaiter{join, 2, [&](const detail::promise_base* parent) {
+    op.start(join, 0, cancellation.token(), parent);
+    timer.start(join, 1, cancellation.token(), parent);
+  }};
+  if (join.first_done.load(std::memory_order_acquire) == 1 && op.result().error() != nullptr) {
+    throw timed_out();  // the deadline came first and the operation stopped without a value
   }
-  if constexpr (!std::is_void_v<detail::await_result_t<Awaitable>>) {
-    co_return std::move(std::get<0>(outcome));
-  }
+  co_return op.result().take();
 }
 
 }  // namespace corio

@@ -11,6 +11,7 @@
 #include <corio/select.hpp>
 #include <corio/sync_wait.hpp>
 #include <corio/task.hpp>
+#include <corio/time.hpp>
 #include <corio/wait_group.hpp>
 #include <corio/yield.hpp>
 
@@ -429,6 +430,39 @@ TEST(channel_stress, select_never_consumes_from_a_losing_branch) {
 
 // A fast sender and receivers of different speeds on two workers: each receiver's values are
 // consecutive except where it was told it lagged, and the gap is exactly the count it was told.
+// A deadline racing a value's arrival on another worker: with_timeout either times out with nothing
+// taken or returns the value; it never drops one (when_any alone would: it destroys a loser's result).
+TEST(channel_stress, with_timeout_around_recv_never_loses_a_value) {
+  corio::runtime rt(corio::runtime::options{.workers = 2, .max_blocking_threads = 2});
+  constexpr long sends = 20'000;
+  auto [tx, rx] = corio::channel<long>(4);
+  auto receive = [](corio::receiver<long> in) -> corio::task<long> {
+    long sum = 0;
+    for (;;) {
+      try {
+        std::optional<long> value = co_await corio::with_timeout(std::chrono::microseconds(20), in.recv());
+        if (!value) {
+          co_return sum;
+        }
+        sum += *value;
+      } catch (const corio::timed_out&) {
+      }
+    }
+  };
+  auto send = [](corio::sender<long> out) -> corio::task<void> {
+    std::minstd_rand random(7);
+    for (long i = 1; i <= sends; ++i) {
+      EXPECT_TRUE(co_await out.send(long{i}));
+      if (random() % 64 == 0) {
+        co_await corio::sleep_for(std::chrono::microseconds(random() % 40));
+      }
+    }
+  };
+  auto received = rt.spawn(receive(std::move(rx)));
+  rt.block_on(send(std::move(tx)));  // the last sender goes: the receiver drains, then sees nullopt
+  EXPECT_EQ(corio::sync_wait(std::move(received)), sends * (sends + 1) / 2);
+}
+
 TEST(channel_stress, broadcast_lag_counts_are_exact) {
   constexpr int rounds = 10;
   constexpr long messages = 5000;
