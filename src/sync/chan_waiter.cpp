@@ -28,6 +28,11 @@ std::uint32_t next_random() noexcept {
 class locks_in_order {
  public:
   locks_in_order(chan_node* const* nodes, std::size_t count) noexcept {
+    if (count == 1) {  // a plain send or recv: one lock, nothing to order
+      locks_[count_++] = &nodes[0]->ops_->lock(nodes[0]->channel_);
+      locks_[0]->lock();
+      return;
+    }
     for (std::size_t i = 0; i < count; ++i) {
       spin_lock* lock = &nodes[i]->ops_->lock(nodes[i]->channel_);
       if (std::find(locks_, locks_ + count_, lock) == locks_ + count_) {
@@ -148,7 +153,7 @@ bool chan_waiter::poll_and_link(std::uint32_t& winner) {
   for (std::size_t i = 0; i < count_; ++i) {
     order[i] = static_cast<std::uint8_t>(i);
   }
-  if (!shape_.biased) {
+  if (!shape_.biased && count_ > 1) {
     for (std::size_t i = count_; i > 1; --i) {  // Fisher-Yates: the first ready branch is uniform
       std::swap(order[i - 1], order[next_random() % i]);
     }
