@@ -220,12 +220,17 @@ std::size_t post_queue::drain(std::size_t budget) {
       visit(*channel);
     }
   };
+  bool some_had_more = false;  // a channel used its whole share, so it may hold more
   visit_rotated([&](post_channel& channel) {
-    std::size_t count = channel.drain(std::min(share, budget - ran));
+    std::size_t quota = std::min(share, budget - ran);
+    std::size_t count = channel.drain(quota);
     ran += count;
+    some_had_more |= count == quota;
     saw_idle_orphan |= count == 0 && channel.producer_gone();
   });
-  visit_rotated([&](post_channel& channel) { ran += channel.drain(budget - ran); });
+  if (some_had_more) {  // only then is a second look worth re-reading the producers' tails
+    visit_rotated([&](post_channel& channel) { ran += channel.drain(budget - ran); });
+  }
   if (saw_idle_orphan) {
     free_abandoned_channels();
   }
