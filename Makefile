@@ -1,6 +1,6 @@
 # corio: two entry points (plus clean). Everything they make goes under build/.
 #
-#   make test    what CI runs (.ci/run), about 7-12 minutes on 2 cores:
+#   make test    what CI runs (.ci/run), about 13-15 minutes on 2 cores:
 #                  deps -> header self-containment (g++, clang++-19)
 #                  -> presets dev (ASan+UBSan), tsan, release: configure, build, ctest
 #                  -> preset clang (clang++-19): build, ctest
