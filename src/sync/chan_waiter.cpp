@@ -136,12 +136,7 @@ bool chan_waiter::suspend(std::coroutine_handle<> self, const std::stop_token* s
 // frame destroyed there gives back a value it had received (detail/coop_budget.hpp).
 bool chan_waiter::complete_without_parking(std::coroutine_handle<> self, std::uint32_t code) {
   decision_.store(code << 1, std::memory_order_relaxed);  // nothing else can see this waiter yet
-  if (!spend_coop_budget()) {
-    return false;
-  }
-  suspended_ = true;
-  current_executor->yield_current(self);
-  return true;
+  return yield_if_budget_spent(self, &suspended_);
 }
 
 // Go's two passes under every branch's lock. Returns true if the nodes were linked (park), false if

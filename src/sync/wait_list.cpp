@@ -57,7 +57,7 @@ void wake_batch::resume_all() noexcept {
 bool waiter::suspend(std::coroutine_handle<> self, const std::stop_token* stop) {
   if (stop != nullptr && stop->stop_requested()) {
     state_ = state::cancelled;
-    return yield_if_out_of_budget(self);
+    return yield_if_budget_spent(self, &suspended_);
   }
   stop_ = stop;
   handle_ = self;
@@ -72,7 +72,7 @@ bool waiter::suspend(std::coroutine_handle<> self, const std::stop_token* stop) 
       }
     }
     if (granted) {
-      return yield_if_out_of_budget(self);
+      return yield_if_budget_spent(self, &suspended_);
     }
     // Registered before the waiter is linked, and without the lock: if stop was requested meanwhile,
     // cancel() runs right here, finds the waiter idle and marks it cancelled.
@@ -89,20 +89,7 @@ bool waiter::suspend(std::coroutine_handle<> self, const std::stop_token* stop) 
       state_ = state::granted;
     }
   }
-  return yield_if_out_of_budget(self);
-}
-
-// Granted (or cancelled) without waiting. That spends one unit of the task's cooperative budget; once
-// it is spent, the task goes to the back of the run queue instead of going on, so a loop over
-// always-ready waits cannot starve its worker (detail/coop_budget.hpp). While it is queued it counts
-// as suspended: if a shutdown destroys the frame there, abandon() gives back what it was granted.
-bool waiter::yield_if_out_of_budget(std::coroutine_handle<> self) {
-  if (!spend_coop_budget()) {
-    return false;
-  }
-  suspended_ = true;
-  current_executor->yield_current(self);
-  return true;
+  return yield_if_budget_spent(self, &suspended_);  // queued counts as suspended: abandon() gives back a grant
 }
 
 void waiter::cancel() noexcept {

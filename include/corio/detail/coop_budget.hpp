@@ -30,10 +30,15 @@ inline bool spend_coop_budget() noexcept {
 /// runnable and returns true (the caller must then suspend and touch nothing); else returns false
 /// (continue at once). Every such path in corio goes through here, so a task that loops on
 /// operations that never really suspend (a cancelled sleep that it catches, say) still returns to
-/// its executor regularly, and a runtime's shutdown grace period bounds it.
-inline bool yield_if_budget_spent(std::coroutine_handle<> self) {
+/// its executor regularly, and a runtime's shutdown grace period bounds it. An awaiter whose
+/// destructor must act if the frame is destroyed while queued passes `queued`: it is set to true
+/// before the push (after it, another worker may already resume the coroutine).
+inline bool yield_if_budget_spent(std::coroutine_handle<> self, bool* queued = nullptr) {
   if (!spend_coop_budget()) {
     return false;
+  }
+  if (queued != nullptr) {
+    *queued = true;
   }
   current_executor->yield_current(self);
   return true;

@@ -154,10 +154,6 @@ struct join_all_awaiter {
 template <class StartAll>
 join_all_awaiter(combinator_state&, std::size_t, StartAll) -> join_all_awaiter<StartAll>;
 
-inline const std::stop_token* stop_of(const promise_base* promise) noexcept {
-  return promise != nullptr ? promise->stop_ : nullptr;
-}
-
 /// `void` results become std::monostate so they can sit in a tuple or variant.
 template <class T>
 using non_void_t = std::conditional_t<std::is_void_v<T>, std::monostate, T>;

@@ -101,11 +101,15 @@ promise_base* chain_of(std::coroutine_handle<Promise> handle) noexcept {
   }
 }
 
+/// The cancellation token of `promise`'s chain, or null (no promise, or nobody can cancel it).
+inline const std::stop_token* stop_of(const promise_base* promise) noexcept {
+  return promise != nullptr ? promise->stop_ : nullptr;
+}
+
 /// The cancellation token of the coroutine behind `handle`, if its promise carries one.
 template <class Promise>
 const std::stop_token* stop_token_of(std::coroutine_handle<Promise> handle) noexcept {
-  const promise_base* promise = chain_of(handle);
-  return promise != nullptr ? promise->stop_ : nullptr;
+  return stop_of(chain_of(handle));
 }
 
 /// Starts `child` as the callee of `parent` and reports whether `parent` must stay suspended.

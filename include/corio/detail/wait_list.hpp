@@ -218,7 +218,6 @@ class waiter : public parked_coroutine {
   /// Parks the waiter unless it can complete (or is cancelled) at once; returns whether it suspended.
   /// After it returned true, another thread may already have resumed the coroutine: touch nothing.
   bool suspend(std::coroutine_handle<> self, const std::stop_token* stop);
-  bool yield_if_out_of_budget(std::coroutine_handle<> self);
 
   /// On resumption: detaches the stop callback and returns true if the wait completed, false if it
   /// was cancelled (giving back what it was granted, if anything).
