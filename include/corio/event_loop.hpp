@@ -67,12 +67,22 @@ struct loop_errors {
   bool loop_alive = true;    // guarded by mutex; once false, failures are printed instead
 };
 
+// A hop is checked in await_suspend (errors that can be known at once throw there) and then only
+// recorded in detail::pending_hop; the move of ownership and the post to the loop happen in
+// resume_top, once the thread has left the chain (see executor.hpp). If the loop refuses it then, the
+// coroutine is resumed where it was and await_resume throws.
 struct schedule_on_awaiter {
+  explicit schedule_on_awaiter(event_loop& target) noexcept : target_(target) {}
+
   event_loop& target_;
+  promise_base* chain_ = nullptr;
+  std::coroutine_handle<> handle_;
+  bool refused_ = false;
+
   bool await_ready() const noexcept { return current_loop == &target_; }
   template <class Promise>
   void await_suspend(std::coroutine_handle<Promise> self);
-  void await_resume() const noexcept {}
+  void await_resume() const;
 };
 
 }  // namespace detail
@@ -146,7 +156,9 @@ class event_loop final : private detail::executor {
   void earliest_timer_changed() noexcept override { parker_->unpark_if_parked(); }
 
   friend struct detail::schedule_on_awaiter;
-  void accept_hop(detail::promise_base* chain, std::coroutine_handle<> handle);
+  friend void detail::complete_pending_hop() noexcept;
+  void check_hop(const detail::promise_base* chain) const;
+  bool accept_hop(detail::promise_base* chain, std::coroutine_handle<> handle) noexcept;
 
   std::size_t run_one_round();
   bool posts_arrive_soon() noexcept;
@@ -169,13 +181,18 @@ class event_loop final : private detail::executor {
 /// executor owns (sync_wait on a plain thread) must not outlive `loop`. Throws corio::loop_stopped if
 /// `loop` is stopped (the coroutine then stays where it was), and std::logic_error inside an operand
 /// of when_all/when_any (operands share their parent's executor and cannot move alone).
-[[nodiscard]] inline detail::schedule_on_awaiter schedule_on(event_loop& loop) noexcept { return {loop}; }
+[[nodiscard]] inline detail::schedule_on_awaiter schedule_on(event_loop& loop) noexcept {
+  return detail::schedule_on_awaiter{loop};
+}
 
 namespace detail {
 
 template <class Promise>
 void schedule_on_awaiter::await_suspend(std::coroutine_handle<Promise> self) {
-  target_.accept_hop(chain_of(self), self);
+  chain_ = chain_of(self);
+  target_.check_hop(chain_);
+  handle_ = self;
+  pending_hop = this;
 }
 
 }  // namespace detail

@@ -89,7 +89,7 @@ class sync_wait_driver {
   T run() {
     completion_signal signal;
     handle_.promise().signal_ = &signal;
-    handle_.resume();
+    detail::resume_top(handle_);
     signal.wait();
     return handle_.promise().result_.take();
   }

@@ -97,24 +97,29 @@ bool event_loop::attach(detail::root_base& root) noexcept {
 
 void event_loop::report_unhandled(std::exception_ptr failure) noexcept { (*sink_)(std::move(failure)); }
 
-// Runs on the thread the coroutine is leaving. The root moves here before the coroutine is posted, so
-// that from the moment this loop can resume it, this loop owns it; if the post is refused (the loop
-// stopped), the root goes back where it was and the coroutine continues there with the exception.
-void event_loop::accept_hop(detail::promise_base* chain, std::coroutine_handle<> handle) {
-  detail::root_base* root = chain != nullptr ? chain->root_ : nullptr;
-  detail::executor* from = root != nullptr ? root->owner_ : nullptr;
+// Runs in await_suspend, on the thread the coroutine is leaving: what can be refused at once.
+void event_loop::check_hop(const detail::promise_base* chain) const {
   if (chain != nullptr && chain->shares_executor_ && detail::current_executor != nullptr) {
     throw std::logic_error("corio::schedule_on: an operand of when_all/when_any cannot move to another executor alone");
   }
+  if (stopped()) {
+    throw loop_stopped("corio::schedule_on: the target loop is stopped");
+  }
+}
+
+// Runs in resume_top, on the thread the coroutine left, once nothing there touches its chain. The
+// root moves here before the coroutine is posted, so that from the moment this loop can resume it,
+// this loop owns it; if the loop refuses (stopped or being destroyed meanwhile), the root goes back
+// where it was and the caller resumes the coroutine there.
+bool event_loop::accept_hop(detail::promise_base* chain, std::coroutine_handle<> handle) noexcept {
+  detail::root_base* root = chain != nullptr ? chain->root_ : nullptr;
+  detail::executor* from = root != nullptr ? root->owner_ : nullptr;
   bool moves = root != nullptr && from != this;
   if (moves) {
-    if (stopped()) {
-      throw loop_stopped("corio::schedule_on: the target loop is stopped");
-    }
     from->forget(*root);
     if (!attach(*root)) {
       from->attach(*root);
-      throw loop_stopped("corio::schedule_on: the target loop is being destroyed");
+      return false;
     }
   }
   if (!posts_.push([this, handle] { ready_.push(handle); })) {
@@ -122,9 +127,31 @@ void event_loop::accept_hop(detail::promise_base* chain, std::coroutine_handle<>
       forget(*root);
       from->attach(*root);
     }
-    throw loop_stopped("corio::schedule_on: the target loop is stopped");
+    return false;
+  }
+  return true;
+}
+
+namespace detail {
+
+thread_local constinit schedule_on_awaiter* pending_hop = nullptr;
+
+void complete_pending_hop() noexcept {
+  while (schedule_on_awaiter* hop = std::exchange(pending_hop, nullptr)) {
+    if (!hop->target_.accept_hop(hop->chain_, hop->handle_)) {
+      hop->refused_ = true;
+      hop->handle_.resume();  // where it was: its executor's thread, or the plain thread it ran on
+    }
   }
 }
+
+void schedule_on_awaiter::await_resume() const {
+  if (refused_) {
+    throw loop_stopped("corio::schedule_on: the target loop stopped before the coroutine could move");
+  }
+}
+
+}  // namespace detail
 
 void event_loop::stop() noexcept {
   posts_.close();
@@ -159,7 +186,7 @@ std::size_t event_loop::run_one_round() {
   std::size_t resumed = 0;
   for (; resumed < ready_batch && !ready_.empty(); ++resumed) {
     detail::refill_coop_budget();
-    ready_.pop().resume();
+    detail::resume_top(ready_.pop());
   }
   rethrow_pending_error();
   return posts_.drain(post_batch) + resumed + fired;

@@ -41,7 +41,7 @@ void worker::run() {
         stop_searching();  // however the work was found, this worker is no longer looking
       }
       refill_coop_budget();
-      next.resume();
+      resume_top(next);
       if (owner_.draining() && owner_.drain_deadline_passed()) {
         break;
       }

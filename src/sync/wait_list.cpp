@@ -48,7 +48,7 @@ void wake_batch::resume_all() noexcept {
       w.in_hand_.store(false, std::memory_order_release);  // the waiter (or its destructor) may go on
     } else {
       w.in_hand_.store(false, std::memory_order_release);  // before resuming: it polls on this thread
-      handle.resume();
+      resume_top(handle);
     }
   }
   tail_ = nullptr;

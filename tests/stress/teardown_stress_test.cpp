@@ -6,6 +6,7 @@
 #include <corio/event_loop.hpp>
 #include <corio/join_handle.hpp>
 #include <corio/runtime.hpp>
+#include <corio/sync_wait.hpp>
 #include <corio/task.hpp>
 #include <corio/time.hpp>
 #include <corio/yield.hpp>
@@ -122,6 +123,51 @@ TEST(teardown_stress, runtime_and_loop_destroyed_in_either_order_with_hops_and_j
     }
     ASSERT_EQ(counts.alive.load(), 0) << "round " << round;
   }
+}
+
+corio::task<void> hop_or_stay(corio::event_loop* loop, std::atomic<int>* moved, std::atomic<int>* refused,
+                              corio::test::counted token) {
+  try {
+    co_await corio::schedule_on(*loop);
+    EXPECT_EQ(corio::event_loop::current(), loop);
+    moved->fetch_add(1);
+  } catch (const corio::loop_stopped&) {
+    EXPECT_EQ(corio::event_loop::current(), nullptr);  // still on the runtime it tried to leave
+    refused->fetch_add(1);
+  }
+  co_await corio::yield();
+  (void)token;
+}
+
+// A hop is checked when the coroutine suspends but carried out only once its worker has left the
+// chain; stop() landing in between must send the coroutine back where it was, with loop_stopped.
+TEST(teardown_stress, hops_racing_the_target_loops_stop_either_move_or_throw_and_every_frame_ends) {
+  corio::test::lifetime_counts counts;
+  std::atomic<int> moved{0};
+  std::atomic<int> refused{0};
+  constexpr int per_round = 40;
+  int rounds = scaled(30);
+  for (int round = 0; round < rounds; ++round) {
+    auto rt = std::make_unique<corio::runtime>(corio::runtime::options{.workers = 2, .max_blocking_threads = 2});
+    auto away = std::make_unique<corio::test::loop_thread>();
+    std::vector<corio::join_handle<void>> handles;
+    for (int i = 0; i < per_round; ++i) {
+      handles.push_back(rt->spawn(hop_or_stay(&away->loop, &moved, &refused, corio::test::counted(counts))));
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50 * (round % 6)));
+    away.reset();  // stops the loop: hops it accepted run or are destroyed with it
+    for (auto& h : handles) {
+      try {
+        corio::sync_wait(std::move(h));
+      } catch (const corio::cancelled&) {
+        // moved to the loop and destroyed with it before it ran there
+      }
+    }
+    rt.reset();
+    ASSERT_EQ(counts.alive.load(), 0) << "round " << round;
+  }
+  EXPECT_LE(moved.load() + refused.load(), rounds * per_round);
+  EXPECT_GT(moved.load() + refused.load(), 0);
 }
 
 }  // namespace

@@ -184,11 +184,6 @@ TEST(shutdown, a_task_that_hopped_to_a_loop_is_destroyed_with_the_loop_and_its_j
   while (!hopped.load()) {
     std::this_thread::yield();
   }
-  // Known defect (README, Limitations): the worker that performed the hop still finishes the await
-  // handshake of the hopping task's parent for a few microseconds after the post; a loop destroyed
-  // inside that window frees the chain under it (seen once under ASan with ctest -j2). Until the hop's
-  // ownership move is deferred to the end of the worker's resume, give the worker that moment.
-  std::this_thread::sleep_for(20ms);
   away.reset();  // the loop owns the chain now: destroying it destroys the frame and wakes the joiner
   EXPECT_EQ(joined.wait_for(10s), std::future_status::ready);
   EXPECT_THROW(joined.get(), corio::cancelled);

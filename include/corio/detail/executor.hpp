@@ -72,12 +72,34 @@ class executor {
 /// The executor whose thread runs the calling code, or null on a plain thread.
 extern thread_local constinit executor* current_executor;
 
+struct schedule_on_awaiter;
+
+/// A schedule_on hop this thread's running chain asked for and that is not done yet (see
+/// resume_top), or null.
+extern thread_local constinit schedule_on_awaiter* pending_hop;
+
+/// Completes pending_hop (and any hop a refused one leads to). Defined in src/sched/event_loop.cpp.
+void complete_pending_hop() noexcept;
+
+/// Resumes `handle` as the top of its chain: once resume() returns, nothing on this thread touches that
+/// chain any more, so this is where a schedule_on hop the chain made gets carried out. (The hop cannot
+/// be carried out inside await_suspend: the parents of the hopping coroutine still finish their await
+/// handshake on this thread after it suspends, and the target loop could run or destroy the chain.)
+/// Every executor's run loop, and every inline resume of a chain suspended on a plain thread, resumes
+/// through here; nested starts (a task awaiting its callee, when_all starting operands) do not.
+inline void resume_top(std::coroutine_handle<> handle) noexcept {
+  handle.resume();
+  if (pending_hop != nullptr) [[unlikely]] {
+    complete_pending_hop();
+  }
+}
+
 /// Resumes `handle` through `owner`, or inline when it was suspended on a plain thread (no executor).
 inline void resume_through(executor* owner, std::coroutine_handle<> handle) {
   if (owner != nullptr) {
     owner->schedule(handle);
   } else {
-    handle.resume();
+    resume_top(handle);
   }
 }
 
