@@ -51,13 +51,14 @@
 #include <type_traits>
 #include <utility>
 
+#include <corio/detail/chan_op.hpp>
 #include <corio/detail/chan_waiter.hpp>
 #include <corio/detail/ring.hpp>
 #include <corio/detail/wait_list.hpp>
 
 namespace corio::detail {
 
-enum class op_status : std::uint8_t { done, would_block, closed };
+enum class op_status : std::uint8_t { done, would_block, closed, parked };
 
 template <class T>
 class channel_state {
@@ -116,6 +117,23 @@ class channel_state {
     wake_batch woken;
     std::lock_guard guard(lock_);
     return recv_locked(out, woken);
+  }
+
+  /// A plain op's first attempt (chan_op.hpp): completes `node` now if it can (done or closed, the
+  /// outcome also in node.ok_); else links it as `link_as` and returns parked, or, with no `link_as`,
+  /// returns would_block. Only an unbounded send may throw (growing), before changing anything.
+  template <bool Receiving>
+  op_status attempt(chan_node& node, chan_op* link_as) {
+    wake_batch woken;
+    std::lock_guard guard(lock_);
+    op_status status = Receiving ? recv_locked(slot_of(node), woken) : send_locked(source_of(node), woken);
+    if (status == op_status::would_block && link_as != nullptr) {
+      link_as->linking();
+      (Receiving ? parked_receivers_ : parked_senders_).push_back(node);
+      return op_status::parked;  // the guard unlocks after this: from then on, touch nothing
+    }
+    node.ok_ = status == op_status::done;
+    return status;
   }
 
   /// Closes the channel and wakes every parked sender (failed) and receiver (nullopt). False if it was
