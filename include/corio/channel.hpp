@@ -83,7 +83,7 @@ bool suspend_plain(channel_state<T>& state, chan_node& node, chan_op& op, std::c
   if (!op.start(self, stop_token_of(self))) {
     return op.completed(self);
   }
-  switch (state.template attempt<Receiving>(node, op.linkable())) {
+  switch (state.template attempt<Receiving>(node, op)) {
     case op_status::parked:
       return true;  // another thread may already have resumed us: touch nothing
     case op_status::would_block:

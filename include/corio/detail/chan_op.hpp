@@ -77,8 +77,9 @@ class chan_op : public parked_coroutine {
     return true;
   }
 
-  /// Step 2: this op may be linked in its first attempt (nobody can cancel the task), or null.
-  chan_op* linkable() noexcept { return stop_ == nullptr || !stop_->stop_possible() ? this : nullptr; }
+  /// Step 2, lock held, asked only when the op would block: whether nobody can cancel the task, so
+  /// the first attempt may link the node at once.
+  bool may_link_at_once() const noexcept { return stop_ == nullptr || !stop_->stop_possible(); }
 
   /// Lock held: the channel links the node now; the coroutine suspends once the lock is released.
   void linking() noexcept {

@@ -120,15 +120,15 @@ class channel_state {
   }
 
   /// A plain op's first attempt (chan_op.hpp): completes `node` now if it can (done or closed, the
-  /// outcome also in node.ok_); else links it as `link_as` and returns parked, or, with no `link_as`,
-  /// returns would_block. Only an unbounded send may throw (growing), before changing anything.
+  /// outcome also in node.ok_); else links it and returns parked if `op` may link at once, or returns
+  /// would_block. Only an unbounded send may throw (growing), before changing anything.
   template <bool Receiving>
-  op_status attempt(chan_node& node, chan_op* link_as) {
+  op_status attempt(chan_node& node, chan_op& op) {
     wake_batch woken;
     std::lock_guard guard(lock_);
     op_status status = Receiving ? recv_locked(slot_of(node), woken) : send_locked(source_of(node), woken);
-    if (status == op_status::would_block && link_as != nullptr) {
-      link_as->linking();
+    if (status == op_status::would_block && op.may_link_at_once()) {
+      op.linking();
       (Receiving ? parked_receivers_ : parked_senders_).push_back(node);
       return op_status::parked;  // the guard unlocks after this: from then on, touch nothing
     }
