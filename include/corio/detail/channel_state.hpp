@@ -122,8 +122,10 @@ class channel_state {
   /// A plain op's first attempt (chan_op.hpp): completes `node` now if it can (done or closed, the
   /// outcome also in node.ok_); else links it and returns parked if `op` may link at once, or returns
   /// would_block. Only an unbounded send may throw (growing), before changing anything.
+  /// The hot path of every plain op, hence flatten: g++ stops inlining the buffer operations into it
+  /// once they have a few callers, which costs a call and a second prologue per op (callgrind).
   template <bool Receiving>
-  op_status attempt(chan_node& node, chan_op& op) {
+  [[gnu::flatten]] op_status attempt(chan_node& node, chan_op& op) {
     wake_batch woken;
     std::lock_guard guard(lock_);
     op_status status = Receiving ? recv_locked(slot_of(node), woken) : send_locked(source_of(node), woken);
