@@ -187,11 +187,16 @@ class channel_handle {
   channel_state<T>* state_ = nullptr;
 };
 
+// Cold and out of line, so that checked() inlines into every operation as one test and branch.
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_no_channel(const char* operation) {
+  throw invalid_channel(std::string("corio::") + operation +
+                        ": the handle holds no channel (it was moved from or default-constructed)");
+}
+
 template <class State>
 State& checked(State* state, const char* operation) {
   if (state == nullptr) {
-    throw invalid_channel(std::string("corio::") + operation +
-                          ": the handle holds no channel (it was moved from or default-constructed)");
+    throw_no_channel(operation);
   }
   return *state;
 }
