@@ -3,11 +3,13 @@
 //
 // Design note.
 // Purpose: an MPMC FIFO of T with a capacity (0 = rendezvous, N = bounded, unbounded), close, and
-//   the two waiter lists of chan_waiter.hpp (parked receivers, parked senders).
+//   two waiter lists (parked receivers, parked senders) holding both kinds of node: a plain op's
+//   (chan_op.hpp) and a select branch's (chan_waiter.hpp).
 // Structure: one allocation per channel: this object with the bounded buffer's N slots right behind
 //   it (ring.hpp). One spin_lock guards the buffer, both lists and `closed_`. The handle counts are
 //   atomics outside the lock.
-// Invariants (under the lock; "claimable" = a linked node whose waiter is still undecided):
+// Invariants (under the lock; "claimable" = a linked plain op's node, or a linked select node whose
+//   select is still undecided):
 //  - a claimable receiver is parked only while the buffer is empty and no claimable sender is parked:
 //    a sender hands its value straight into the oldest receiver's frame (no buffer round trip), and a
 //    receiver that finds a parked sender takes its value instead of parking;
@@ -30,8 +32,10 @@
 //   channel would otherwise keep it alive forever). The last handle's drop destroys the state.
 //   An operation in flight borrows its handle: the handle must outlive the co_await, like any object
 //   whose member function is running.
+// Fast path: a plain op's attempt() is one lock, the buffer or hand-off work, and (if it would block
+//   and nobody can cancel the task) the link, in one critical section; see chan_op.hpp.
 // Threads: every member function takes the lock itself except the *_locked ones and the branch ops
-//   (chan_waiter calls those with the lock held). Nothing is resumed under the lock (wake_batch).
+//   (chan_waiter and chan_op call those with the lock held). Nothing is resumed under the lock (wake_batch).
 // Memory order: everything under the lock (acquire/release spin_lock); handle counts: fetch_add
 //   relaxed (a handle is copied from a live one), fetch_sub acq_rel (the last drop sees every write
 //   of the others before it destroys the state).
