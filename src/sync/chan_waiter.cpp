@@ -28,7 +28,7 @@ std::uint32_t next_random() noexcept {
 class locks_in_order {
  public:
   locks_in_order(chan_node* const* nodes, std::size_t count) noexcept {
-    if (count == 1) {  // a plain send or recv: one lock, nothing to order
+    if (count == 1) {  // a select of one branch: one lock, nothing to order
       locks_[count_++] = &nodes[0]->ops_->lock(nodes[0]->channel_);
       locks_[0]->lock();
       return;
