@@ -4,7 +4,8 @@
 //
 // Design note. The shared state and its invariants are in detail/channel_state.hpp, the waiter
 // protocol (hand-off into parked frames, cancellation, frames destroyed mid-wait) in
-// detail/chan_waiter.hpp. This header only adds the handles and the awaiters.
+// detail/chan_waiter.hpp (select) and detail/chan_op.hpp (a plain send or recv). This header only adds
+// the handles and the awaiters.
 // Values handed back: a send keeps a pointer to the caller's object and moves from it only when the
 //   value is delivered (to a receiver or into the buffer). A send that fails (closed) or is cancelled
 //   leaves the caller's object untouched: nothing the user gave the channel is silently dropped.
@@ -20,7 +21,7 @@
 #include <type_traits>
 #include <utility>
 
-#include <corio/detail/chan_waiter.hpp>
+#include <corio/detail/chan_op.hpp>
 #include <corio/detail/channel_state.hpp>
 #include <corio/detail/executor.hpp>
 #include <corio/detail/promise_base.hpp>
@@ -76,56 +77,75 @@ class send_operation;
 
 namespace detail {
 
+/// Drives one plain channel operation (chan_op.hpp) for recv_awaiter and send_awaiter.
+template <class T, bool Receiving, class Promise>
+bool suspend_plain(channel_state<T>& state, chan_node& node, chan_op& op, std::coroutine_handle<Promise> self) {
+  if (!op.start(self, stop_token_of(self))) {
+    return op.completed(self);
+  }
+  switch (state.template attempt<Receiving>(node, op)) {
+    case op_status::parked:
+      return true;  // another thread may already have resumed us: touch nothing
+    case op_status::would_block:
+      return op.park(self);
+    case op_status::done:
+    case op_status::closed:
+      break;
+  }
+  return op.completed(self);
+}
+
 template <class T>
 class recv_awaiter {
  public:
   explicit recv_awaiter(channel_state<T>& state) noexcept
-      : node_(&state, channel_state<T>::recv_ops, &slot_, 0), waiter_(&node_ptr_, 1, select_shape{}) {}
+      : state_(state), node_(&state, channel_state<T>::recv_ops, &slot_, 0), op_(node_) {}
   recv_awaiter(const recv_awaiter&) = delete;
   recv_awaiter& operator=(const recv_awaiter&) = delete;
 
   bool await_ready() const noexcept { return false; }
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> self) {
-    return waiter_.suspend(self, stop_token_of(self));
+    return suspend_plain<T, true>(state_, node_, op_, self);
   }
   std::optional<T> await_resume() {
-    waiter_.finish();
+    op_.finish();
     return std::move(slot_);
   }
 
  private:
+  channel_state<T>& state_;
   std::optional<T> slot_;
   chan_node node_;
-  chan_node* node_ptr_ = &node_;
-  chan_waiter waiter_;  // last: destroyed first, while the node and slot it may give back still exist
+  chan_op op_;  // last: destroyed first, while the node and slot it may give back still exist
 };
 
 template <class T>
 class send_awaiter {
  public:
   send_awaiter(channel_state<T>& state, T* source, std::optional<T>&& copy) noexcept
-      : copy_(std::move(copy)),
+      : state_(state),
+        copy_(std::move(copy)),
         node_(&state, channel_state<T>::send_ops, copy_ ? &*copy_ : source, 0),
-        waiter_(&node_ptr_, 1, select_shape{}) {}
+        op_(node_) {}
   send_awaiter(const send_awaiter&) = delete;
   send_awaiter& operator=(const send_awaiter&) = delete;
 
   bool await_ready() const noexcept { return false; }
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> self) {
-    return waiter_.suspend(self, stop_token_of(self));
+    return suspend_plain<T, false>(state_, node_, op_, self);
   }
   send_result await_resume() {
-    waiter_.finish();
+    op_.finish();
     return send_result(node_.ok_);
   }
 
  private:
+  channel_state<T>& state_;
   std::optional<T> copy_;  // send(const T&) sends this copy
   chan_node node_;
-  chan_node* node_ptr_ = &node_;
-  chan_waiter waiter_;
+  chan_op op_;
 };
 
 /// The state behind a handle, or corio::invalid_channel if the handle holds none.
@@ -167,11 +187,16 @@ class channel_handle {
   channel_state<T>* state_ = nullptr;
 };
 
+// Cold and out of line, so that checked() inlines into every operation as one test and branch.
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_no_channel(const char* operation) {
+  throw invalid_channel(std::string("corio::") + operation +
+                        ": the handle holds no channel (it was moved from or default-constructed)");
+}
+
 template <class State>
 State& checked(State* state, const char* operation) {
   if (state == nullptr) {
-    throw invalid_channel(std::string("corio::") + operation +
-                          ": the handle holds no channel (it was moved from or default-constructed)");
+    throw_no_channel(operation);
   }
   return *state;
 }

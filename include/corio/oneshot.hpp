@@ -2,7 +2,7 @@
 // corio::oneshot<T>: a channel for exactly one value, from one sender to one receiver (a reply slot).
 //
 // Design note. A oneshot is a channel<T> of capacity 1 with move-only handles, so it inherits that
-// channel's protocol and tests (detail/channel_state.hpp, detail/chan_waiter.hpp): the value goes
+// channel's protocol and tests (detail/channel_state.hpp, detail/chan_op.hpp): the value goes
 // straight into a waiting receiver's frame, a receiver cancelled after it won the value gives it back,
 // and the state is one allocation. The sender is spent by send(): dropping it closes the channel, so a
 // receiver waiting for a sender that went away without sending wakes with nullopt.

@@ -28,7 +28,7 @@ std::uint32_t next_random() noexcept {
 class locks_in_order {
  public:
   locks_in_order(chan_node* const* nodes, std::size_t count) noexcept {
-    if (count == 1) {  // a plain send or recv: one lock, nothing to order
+    if (count == 1) {  // a select of one branch: one lock, nothing to order
       locks_[count_++] = &nodes[0]->ops_->lock(nodes[0]->channel_);
       locks_[0]->lock();
       return;
@@ -59,15 +59,21 @@ class locks_in_order {
 
 }  // namespace
 
-chan_node* node_list::claim_first(wake_batch& woken) noexcept {
+// The head is a select's node (or there is none). Later nodes may be plain ops again.
+chan_node* node_list::claim_first_select(wake_batch& woken) noexcept {
   while (chan_node* node = head_) {
     remove(*node);
-    chan_waiter::claim_result claimed = node->waiter_->claim(node->branch_);
+    if (!node->in_select_) {
+      woken.push(*node->parked_);
+      return node;
+    }
+    auto& waiter = static_cast<chan_waiter&>(*node->parked_);
+    chan_waiter::claim_result claimed = waiter.claim(node->branch_);
     if (claimed == chan_waiter::claim_result::lost) {
       continue;  // its select was decided by another branch: skip it
     }
     if (claimed == chan_waiter::claim_result::claimed_parked) {
-      woken.push(*node->waiter_);
+      woken.push(waiter);
     }
     return node;
   }

@@ -117,6 +117,32 @@ TEST(select, a_value_arriving_before_the_timeout_wins_and_the_timer_is_disarmed)
   EXPECT_EQ(got, 3);
 }
 
+TEST(select, a_plain_receiver_parked_behind_a_decided_select_gets_the_value) {
+  auto [a_tx, a_rx] = corio::channel<int>(1);
+  auto [b_tx, b_rx] = corio::channel<int>(1);
+  corio::event_loop loop;
+  std::size_t winner = 99;
+  std::optional<int> selected;
+  std::optional<int> plain;
+  loop.spawn([](corio::receiver<int> a, corio::receiver<int> b, std::size_t& winner,
+                std::optional<int>& selected) -> corio::task<void> {
+    auto r = co_await corio::select(a.recv(), b.recv());
+    winner = r.index();
+    selected = r.index() == 0 ? std::get<0>(r) : std::get<1>(r);
+  }(a_rx, b_rx, winner, selected));
+  loop.spawn([](corio::receiver<int> a, std::optional<int>& plain) -> corio::task<void> {
+    plain = co_await a.recv();
+  }(a_rx, plain));
+  loop.run_until_idle();  // a's list: the select's node, then the plain receiver's
+  EXPECT_EQ(b_tx.try_send(7), corio::channel_status::ok);  // decides the select; its node on a stays linked
+  EXPECT_EQ(a_tx.try_send(5), corio::channel_status::ok);  // skips that node, hands 5 to the plain receiver
+  loop.run_until_idle();
+  EXPECT_EQ(winner, 1u);
+  EXPECT_EQ(selected, 7);
+  EXPECT_EQ(plain, 5);
+  EXPECT_EQ(a_rx.size(), 0u);
+}
+
 TEST(select, parked_select_takes_from_whichever_channel_gets_a_value_and_leaves_the_other_alone) {
   auto [a_tx, a_rx] = corio::channel<int>(1);
   auto [b_tx, b_rx] = corio::channel<int>(1);

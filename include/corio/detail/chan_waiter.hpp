@@ -1,7 +1,8 @@
 #pragma once
-// The waiter protocol of channels and select: one coroutine parked on several channels' waiter lists
-// at once (one node per branch), exactly one branch winning, and values handed straight into the
-// parked frame. A plain recv or send is a select of one branch, so there is one protocol, not two.
+// The waiter protocol of select: one coroutine parked on several channels' waiter lists at once (one
+// node per branch), exactly one branch winning, and values handed straight into the parked frame. A
+// plain recv or send parks one node with no decision word (chan_op.hpp); both kinds of node share the
+// channels' lists, and node_list::claim_first tells them apart.
 //
 // Design note.
 // Purpose: extend the sync primitives' waiter (wait_list.hpp) where it does not fit channels. There,
@@ -116,8 +117,9 @@ struct chan_node {
   void* channel_;
   const chan_branch_ops* ops_;
   void* value_;  // send: the caller's T, moved from on delivery; recv: the std::optional<T> to fill
-  chan_waiter* waiter_ = nullptr;
+  parked_coroutine* parked_ = nullptr;  // the chan_waiter (in_select_) or the chan_op it belongs to
   std::uint32_t branch_;
+  bool in_select_ = false;  // a select's node: a waker must claim the shared decision first
   bool linked_ = false;  // guarded by the channel's lock
   bool ok_ = false;      // outcome, written by whoever completed it: delivered / received (false: closed)
 };
@@ -135,10 +137,24 @@ class node_list {
   }
   /// The oldest node whose waiter this call claimed, unlinked; nodes of waiters already decided
   /// elsewhere are unlinked on the way. A claimed waiter that is parked goes into `woken`. Null if no
-  /// node could be claimed. The caller then completes the node (its value and ok_).
-  chan_node* claim_first(wake_batch& woken) noexcept;
+  /// node could be claimed. The caller then completes the node (its value and ok_). A plain op's node
+  /// is claimed by unlinking it (the lock decides); only a select's node needs a claim on its word.
+  chan_node* claim_first(wake_batch& woken) noexcept {
+    chan_node* node = head_;
+    if (node == nullptr) {
+      return nullptr;
+    }
+    if (node->in_select_) {
+      return claim_first_select(woken);
+    }
+    remove(*node);
+    woken.push(*node->parked_);
+    return node;
+  }
 
  private:
+  chan_node* claim_first_select(wake_batch& woken) noexcept;
+
   chan_node* head_ = nullptr;
   chan_node* tail_ = nullptr;
 };
@@ -175,7 +191,8 @@ class chan_waiter : public parked_coroutine {
   chan_waiter(chan_node* const* nodes, std::size_t count, const select_shape& shape) noexcept
       : nodes_(nodes), count_(count), shape_(shape) {
     for (std::size_t i = 0; i < count; ++i) {
-      nodes[i]->waiter_ = this;
+      nodes[i]->parked_ = this;
+      nodes[i]->in_select_ = true;
     }
   }
   ~chan_waiter() {

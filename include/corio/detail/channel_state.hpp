@@ -3,11 +3,13 @@
 //
 // Design note.
 // Purpose: an MPMC FIFO of T with a capacity (0 = rendezvous, N = bounded, unbounded), close, and
-//   the two waiter lists of chan_waiter.hpp (parked receivers, parked senders).
+//   two waiter lists (parked receivers, parked senders) holding both kinds of node: a plain op's
+//   (chan_op.hpp) and a select branch's (chan_waiter.hpp).
 // Structure: one allocation per channel: this object with the bounded buffer's N slots right behind
 //   it (ring.hpp). One spin_lock guards the buffer, both lists and `closed_`. The handle counts are
 //   atomics outside the lock.
-// Invariants (under the lock; "claimable" = a linked node whose waiter is still undecided):
+// Invariants (under the lock; "claimable" = a linked plain op's node, or a linked select node whose
+//   select is still undecided):
 //  - a claimable receiver is parked only while the buffer is empty and no claimable sender is parked:
 //    a sender hands its value straight into the oldest receiver's frame (no buffer round trip), and a
 //    receiver that finds a parked sender takes its value instead of parking;
@@ -30,8 +32,10 @@
 //   channel would otherwise keep it alive forever). The last handle's drop destroys the state.
 //   An operation in flight borrows its handle: the handle must outlive the co_await, like any object
 //   whose member function is running.
+// Fast path: a plain op's attempt() is one lock, the buffer or hand-off work, and (if it would block
+//   and nobody can cancel the task) the link, in one critical section; see chan_op.hpp.
 // Threads: every member function takes the lock itself except the *_locked ones and the branch ops
-//   (chan_waiter calls those with the lock held). Nothing is resumed under the lock (wake_batch).
+//   (chan_waiter and chan_op call those with the lock held). Nothing is resumed under the lock (wake_batch).
 // Memory order: everything under the lock (acquire/release spin_lock); handle counts: fetch_add
 //   relaxed (a handle is copied from a live one), fetch_sub acq_rel (the last drop sees every write
 //   of the others before it destroys the state).
@@ -51,13 +55,14 @@
 #include <type_traits>
 #include <utility>
 
+#include <corio/detail/chan_op.hpp>
 #include <corio/detail/chan_waiter.hpp>
 #include <corio/detail/ring.hpp>
 #include <corio/detail/wait_list.hpp>
 
 namespace corio::detail {
 
-enum class op_status : std::uint8_t { done, would_block, closed };
+enum class op_status : std::uint8_t { done, would_block, closed, parked };
 
 template <class T>
 class channel_state {
@@ -116,6 +121,25 @@ class channel_state {
     wake_batch woken;
     std::lock_guard guard(lock_);
     return recv_locked(out, woken);
+  }
+
+  /// A plain op's first attempt (chan_op.hpp): completes `node` now if it can (done or closed, the
+  /// outcome also in node.ok_); else links it and returns parked if `op` may link at once, or returns
+  /// would_block. Only an unbounded send may throw (growing), before changing anything.
+  /// The hot path of every plain op, hence flatten: g++ stops inlining the buffer operations into it
+  /// once they have a few callers, which costs a call and a second prologue per op (callgrind).
+  template <bool Receiving>
+  [[gnu::flatten]] op_status attempt(chan_node& node, chan_op& op) {
+    wake_batch woken;
+    std::lock_guard guard(lock_);
+    op_status status = Receiving ? recv_locked(slot_of(node), woken) : send_locked(source_of(node), woken);
+    if (status == op_status::would_block && op.may_link_at_once()) {
+      op.linking();
+      (Receiving ? parked_receivers_ : parked_senders_).push_back(node);
+      return op_status::parked;  // the guard unlocks after this: from then on, touch nothing
+    }
+    node.ok_ = status == op_status::done;
+    return status;
   }
 
   /// Closes the channel and wakes every parked sender (failed) and receiver (nullopt). False if it was

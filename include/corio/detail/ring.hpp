@@ -8,6 +8,9 @@
 // rare path that returns a value a cancelled receiver was handed (channel_state.hpp), so the hot path
 // never allocates. Growing moves the values (T is nothrow-movable, asserted by the channel) and frees
 // the old slots if the ring owned them.
+// An emptied ring starts again at slot 0: a channel whose receiver keeps up reuses the same few cache
+// lines instead of walking its whole buffer (with thousands of channels, the difference between the
+// buffers' hot part fitting in the cache or not).
 // Indices wrap by comparison, not modulo: the capacity need not be a power of two and a division per
 // message would cost more than the rest of a push.
 #include <cstddef>
@@ -58,8 +61,8 @@ class ring {
     T& front = slots_[head_];
     out.emplace(std::move(front));
     std::destroy_at(&front);
-    head_ = head_ + 1 == capacity_ ? 0 : head_ + 1;
     --size_;
+    head_ = size_ == 0 || head_ + 1 == capacity_ ? 0 : head_ + 1;
   }
 
   /// Destroys every value, oldest first.
