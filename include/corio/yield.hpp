@@ -13,11 +13,15 @@ namespace detail {
 struct yield_awaiter {
   const std::stop_token* stop_ = nullptr;
 
-  bool await_ready() const noexcept { return current_executor == nullptr; }
+  bool await_ready() const noexcept { return false; }
   template <class Promise>
-  void await_suspend(std::coroutine_handle<Promise> self) {
+  bool await_suspend(std::coroutine_handle<Promise> self) {
     stop_ = stop_token_of(self);
+    if (current_executor == nullptr) {
+      return false;  // nothing else to let go first; still a cancellation point
+    }
     current_executor->yield_current(self);
+    return true;
   }
   void await_resume() const {
     if (stop_ != nullptr && stop_->stop_requested()) {
@@ -31,7 +35,8 @@ struct yield_awaiter {
 /// `co_await corio::yield()` moves the awaiting coroutine to the back of its executor's run queue
 /// (an event loop's, or its runtime worker's local queue, where other workers may steal it), letting
 /// everything already runnable go first. On a thread with no executor it continues at once. It is a
-/// cancellation point: if the task's cancellation was requested it throws corio::cancelled.
+/// cancellation point on every thread: if the task's cancellation was requested it throws
+/// corio::cancelled.
 [[nodiscard]] inline detail::yield_awaiter yield() noexcept { return {}; }
 
 }  // namespace corio
