@@ -28,6 +28,7 @@
 //   4. close the registry and destroy every root frame, newest first, which destroys the tasks each
 //      awaits and wakes their joiners on other executors with corio::cancelled;
 //   5. destroy the posted functors that never ran, without running them.
+#include <atomic>
 #include <chrono>
 #include <coroutine>
 #include <cstddef>
@@ -157,8 +158,9 @@ class event_loop final : private detail::executor {
 
   friend struct detail::schedule_on_awaiter;
   friend void detail::complete_pending_hop() noexcept;
-  void check_hop(const detail::promise_base* chain) const;
+  void check_hop(const detail::promise_base* chain);
   bool accept_hop(detail::promise_base* chain, std::coroutine_handle<> handle) noexcept;
+  bool move_and_post(detail::promise_base* chain, std::coroutine_handle<> handle) noexcept;
 
   std::size_t run_one_round();
   bool posts_arrive_soon() noexcept;
@@ -172,6 +174,7 @@ class event_loop final : private detail::executor {
   detail::root_registry roots_;
   std::shared_ptr<detail::loop_errors> errors_;
   std::shared_ptr<const detail::failure_sink> sink_;
+  std::atomic<int> hops_in_flight_{0};  // schedule_on hops checked but not yet completed
 };
 
 /// `co_await corio::schedule_on(loop)` moves the awaiting coroutine onto `loop`: it continues on that

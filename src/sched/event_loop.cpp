@@ -68,6 +68,11 @@ event_loop::event_loop(io_backend backend)
 
 event_loop::~event_loop() {
   posts_.close();
+  // A hop checked before this destructor began may still be completing on the thread it leaves; it
+  // touches this loop until it has either posted here or given the root back.
+  while (hops_in_flight_.load(std::memory_order_acquire) != 0) {
+    std::this_thread::yield();
+  }
   ready_.clear();
   io_.shutdown();
   roots_.destroy_all();
@@ -98,20 +103,30 @@ bool event_loop::attach(detail::root_base& root) noexcept {
 void event_loop::report_unhandled(std::exception_ptr failure) noexcept { (*sink_)(std::move(failure)); }
 
 // Runs in await_suspend, on the thread the coroutine is leaving: what can be refused at once.
-void event_loop::check_hop(const detail::promise_base* chain) const {
+void event_loop::check_hop(const detail::promise_base* chain) {
   if (chain != nullptr && chain->shares_executor_ && detail::current_executor != nullptr) {
     throw std::logic_error("corio::schedule_on: an operand of when_all/when_any cannot move to another executor alone");
   }
   if (stopped()) {
     throw loop_stopped("corio::schedule_on: the target loop is stopped");
   }
+  hops_in_flight_.fetch_add(1, std::memory_order_relaxed);  // the caller keeps the loop alive until here
 }
 
 // Runs in resume_top, on the thread the coroutine left, once nothing there touches its chain. The
 // root moves here before the coroutine is posted, so that from the moment this loop can resume it,
 // this loop owns it; if the loop refuses (stopped or being destroyed meanwhile), the root goes back
-// where it was and the caller resumes the coroutine there.
+// where it was and the caller resumes the coroutine there. Every hop that check_hop let through is
+// counted in hops_in_flight_ until this returns (release), and the destructor waits for the count to
+// reach zero (acquire) after closing the post queue, so it never destroys roots or members under a
+// hop still completing.
 bool event_loop::accept_hop(detail::promise_base* chain, std::coroutine_handle<> handle) noexcept {
+  bool accepted = move_and_post(chain, handle);
+  hops_in_flight_.fetch_sub(1, std::memory_order_release);  // the last touch of this loop
+  return accepted;
+}
+
+bool event_loop::move_and_post(detail::promise_base* chain, std::coroutine_handle<> handle) noexcept {
   detail::root_base* root = chain != nullptr ? chain->root_ : nullptr;
   detail::executor* from = root != nullptr ? root->owner_ : nullptr;
   bool moves = root != nullptr && from != this;
@@ -124,7 +139,7 @@ bool event_loop::accept_hop(detail::promise_base* chain, std::coroutine_handle<>
   }
   if (!posts_.push([this, handle] { ready_.push(handle); })) {
     if (moves) {
-      forget(*root);
+      forget(*root);  // the destructor waits for this hop before it takes the roots
       from->attach(*root);
     }
     return false;

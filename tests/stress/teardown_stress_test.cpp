@@ -141,6 +141,8 @@ corio::task<void> hop_or_stay(corio::event_loop* loop, std::atomic<int>* moved, 
 
 // A hop is checked when the coroutine suspends but carried out only once its worker has left the
 // chain; stop() landing in between must send the coroutine back where it was, with loop_stopped.
+// The runtime goes first (no worker can be completing a hop after that), then the loop with whatever
+// moved to it.
 TEST(teardown_stress, hops_racing_the_target_loops_stop_either_move_or_throw_and_every_frame_ends) {
   corio::test::lifetime_counts counts;
   std::atomic<int> moved{0};
@@ -155,15 +157,16 @@ TEST(teardown_stress, hops_racing_the_target_loops_stop_either_move_or_throw_and
       handles.push_back(rt->spawn(hop_or_stay(&away->loop, &moved, &refused, corio::test::counted(counts))));
     }
     std::this_thread::sleep_for(std::chrono::microseconds(50 * (round % 6)));
-    away.reset();  // stops the loop: hops it accepted run or are destroyed with it
+    away->loop.stop();
+    rt.reset();
+    away.reset();
     for (auto& h : handles) {
       try {
         corio::sync_wait(std::move(h));
       } catch (const corio::cancelled&) {
-        // moved to the loop and destroyed with it before it ran there
+        // destroyed with the runtime before it hopped, or with the loop before it ran there
       }
     }
-    rt.reset();
     ASSERT_EQ(counts.alive.load(), 0) << "round " << round;
   }
   EXPECT_LE(moved.load() + refused.load(), rounds * per_round);
