@@ -15,6 +15,7 @@
 //   inside the kernel wait (the sink is a plain function pointer, called after the wait returns).
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 
@@ -53,6 +54,9 @@ class reactor {
   virtual void cancel_all_and_reap(completion_sink sink) noexcept = 0;
 
   virtual io_backend kind() const noexcept = 0;
+
+  /// Completions of multishot operations taken so far (io_uring's sockets with an io_source).
+  virtual std::uint64_t multishot_completions() const noexcept { return 0; }
 };
 
 /// Creates a reactor on the calling thread (it becomes the owning thread). `requested` automatic

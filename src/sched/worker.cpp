@@ -31,6 +31,7 @@ void worker::run() {
   current_worker = this;
   current_executor = &owner_;
   io_slot::scope io_scope(io_);
+  io_.set_exclusive(owner_.worker_count() == 1);  // no stealing: a socket's multishot state may stay here
   for (;;) {
     std::coroutine_handle<> next = next_task();
     if (!next) {

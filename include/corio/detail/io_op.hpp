@@ -53,6 +53,7 @@
 namespace corio::detail {
 
 class io_slot;
+struct io_source;
 
 enum class io_kind : std::uint8_t { recv, send, accept, connect, recvmsg, sendmsg };
 
@@ -68,6 +69,9 @@ struct io_request {
   std::uint32_t length = 0;
   /// accept: in, the size of *buffer; out, the peer address length.
   socklen_t* address_length = nullptr;
+  /// recv/accept on a stream or listener: its multishot state (io_source.hpp), which the io_uring
+  /// backend creates on first use and serves later operations from; null: a plain single-shot op.
+  io_source** source = nullptr;
 };
 
 struct io_op : io_request {
