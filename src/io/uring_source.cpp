@@ -26,6 +26,11 @@
 //    back to the ring and descriptors are closed;
 //  - a parked op cancelled by its task is not in the kernel: it finishes with -ECANCELED through
 //    `finished_here_` at the next reap, which then does not block.
+// Release from another thread (a stream destroyed off its loop's thread, or while the loop is not
+//   running): the releasing thread only shuts the socket down and moves `state` live -> released
+//   (acq_rel CAS); the owner frees the source at its next CQE (the shutdown makes one arrive if a
+//   multishot is armed) or at teardown. Teardown moves live -> orphaned with the same CAS: whichever
+//   CAS loses, the other side frees it. Nothing else of the source is shared between threads.
 // Shutdown: cancel_all_and_reap completes parked ops, cancels the multishots and waits for their last
 //   CQE; teardown_buffers() then orphans the sources the sockets still own (owner null: a later read
 //   on another reactor adopts it; queued data is dropped, the loop that buffered it is gone) and
@@ -34,13 +39,17 @@
 //   a fixed buffer per connection (memory grows with connections; the shared ring grows with traffic
 //   in flight); copying buffered data into a per-stream heap queue (an allocation per read).
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+
+#include <corio/detail/io_slot.hpp>
 
 #include "io/uring_reactor.hpp"
 
@@ -52,9 +61,14 @@ struct io_source {
     std::uint16_t buffer;
     std::uint32_t offset;  // recv: bytes already copied out
   };
+  /// Who lets go of it when the owning thread is not the one releasing (see release_io_source).
+  enum class life : std::uint8_t { live, released, orphaned };
+
   io_kind kind = io_kind::recv;
   int fd = -1;
   uring_reactor* owner = nullptr;
+  const io_slot* slot = nullptr;  // the slot the owner serves: its thread is the owning thread
+  std::atomic<life> state{life::live};
   io_source* prev = nullptr;
   io_source* next = nullptr;
   io_op* waiter = nullptr;
@@ -131,14 +145,15 @@ void uring_reactor::teardown_buffers() noexcept {
   while (sources_ != nullptr) {
     io_source& source = *sources_;
     unlink(source);
-    if (source.released) {
-      delete &source;
-    } else {
-      source.queue.clear();  // its loop is gone; a read elsewhere starts afresh
-      source.waiter = nullptr;
-      source.armed = false;
-      source.cancelling = false;
-      source.owner = nullptr;
+    drop_queued(source);  // its loop is gone; a read elsewhere starts afresh
+    source.waiter = nullptr;
+    source.armed = false;
+    source.cancelling = false;
+    source.owner = nullptr;
+    auto live = io_source::life::live;
+    if (source.released ||
+        !source.state.compare_exchange_strong(live, io_source::life::orphaned, std::memory_order_acq_rel)) {
+      delete &source;  // let go already (here, or by another thread)
     }
   }
   if (buffer_ring_ != nullptr) {
@@ -163,6 +178,8 @@ bool uring_reactor::submit_with_source(io_op& op) noexcept {
   io_source& source = *slot;
   if (source.owner == nullptr) {  // new, or its reactor is gone: it lives here from now on
     source.owner = this;
+    source.slot = op.slot;
+    source.state.store(io_source::life::live, std::memory_order_relaxed);  // only the socket holds it
     source.next = sources_;
     if (sources_ != nullptr) {
       sources_->prev = &source;
@@ -246,6 +263,9 @@ void uring_reactor::recycle(std::uint16_t buffer_id) noexcept {
 void uring_reactor::on_source_completion(io_source& source, std::int32_t result, std::uint32_t flags,
                                          completion_sink sink) noexcept {
   ++multishot_completions_;
+  if (!source.released && source.state.load(std::memory_order_acquire) == io_source::life::released) {
+    release(source);  // let go by another thread, which only shut the socket down; freed below
+  }
   bool was_cancelling = source.cancelling;
   bool first = !std::exchange(source.completed_once, true);
   if ((flags & IORING_CQE_F_MORE) == 0) {
@@ -357,8 +377,16 @@ void uring_reactor::release(io_source& source) noexcept {
 }
 
 void release_io_source(io_source* source) noexcept {
-  if (source->owner != nullptr) {
-    source->owner->release(*source);
+  if (current_io_slot != nullptr && current_io_slot == source->slot && source->owner != nullptr) {
+    source->owner->release(*source);  // on the owning thread, inside its loop
+    return;
+  }
+  // Elsewhere (or while the loop is not running): touch nothing of the reactor. Shutting the socket
+  // down ends an armed multishot, whose last CQE lets the reactor free the source; otherwise the
+  // reactor frees it when it is torn down. If that happened already (orphaned), it is ours to free.
+  ::shutdown(source->fd, SHUT_RDWR);
+  auto live = io_source::life::live;
+  if (source->state.compare_exchange_strong(live, io_source::life::released, std::memory_order_acq_rel)) {
     return;
   }
   for (io_source::entry& each : source->queue) {

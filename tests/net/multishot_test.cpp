@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/net.hpp"
@@ -222,6 +223,19 @@ TYPED_TEST(multishot, destroying_the_loop_with_multishot_armed_frees_everything)
   }
   streams.clear();
   listener.close();
+}
+
+// A stream destroyed off its loop's thread only shuts its socket down; the loop frees the source at
+// the multishot's last completion (LeakSanitizer checks), and the peer sees end of stream.
+TYPED_TEST(multishot, a_stream_released_on_another_thread_is_freed_by_its_loop) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto [client, server] = co_await connected_pair();
+    std::byte buffer[4];
+    co_await client.write_all(bytes("x"));
+    co_await server.read_some(buffer);  // arms the multishot recv
+    std::thread([&server] { server.close(); }).join();
+    EXPECT_EQ(co_await corio::with_timeout(2s, client.read_some(buffer)), 0u);
+  });
 }
 
 }  // namespace

@@ -9,8 +9,9 @@
 //   memory while the kernel still holds the multishot, and frees it after the last completion.
 // Threads: an io_source belongs to the reactor that created it; it is created and used only on that
 //   reactor's thread, and only by a slot whose executor runs every task on that thread (an event loop,
-//   a one-worker runtime: io_slot::exclusive). release() on that thread, or while that loop is not
-//   running, or after its reactor is gone.
+//   a one-worker runtime: io_slot::set_exclusive). release_io_source() from any thread: off the
+//   owning thread it only shuts the socket down and marks the source released (an atomic the reactor
+//   reads; uring_source.cpp has the protocol).
 // Rejected: a socket-owned state the reactor points into (closing the socket while the kernel holds
 //   the multishot would leave the reactor a dangling pointer); a map from descriptors to states in the
 //   reactor (a look-up per completion).

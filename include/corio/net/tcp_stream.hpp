@@ -53,8 +53,7 @@ class connect_awaiter : public corio::detail::io_awaiter {
 /// close or destroy the stream while one of its operations is in flight. On io_uring, under an event
 /// loop or a one-worker runtime, reads come from one multishot recv into the reactor's buffer ring
 /// (data that arrives before a read is kept for it); such a stream stays with that loop: reading it
-/// from another loop's task fails with EXDEV, and it must be destroyed on the loop's thread (or while
-/// the loop is not running, or after it is gone).
+/// from another loop's task fails with EXDEV (it may be closed or destroyed anywhere).
 ///
 ///     auto stream = co_await corio::net::tcp_stream::connect(*corio::net::endpoint::parse("127.0.0.1:7"));
 ///     co_await stream.write_all("ping\n");
