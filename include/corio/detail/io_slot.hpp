@@ -13,6 +13,11 @@
 //   the executor in one schedule_batch (one queue operation and one notification for N completions).
 //   poll() is the same turn with a zero timeout; executors call it on their maintenance tick so a busy
 //   thread still reaps I/O.
+// Multishot (io_uring): a socket's accepts and reads may be served by one multishot op that keeps its
+//   completions in the reactor between operations (io_source.hpp). That state must stay on one
+//   thread, so the slot clears io_request::source (single-shot ops) unless it is exclusive: every
+//   task its executor resumes runs on this thread (an event loop; the worker of a one-worker
+//   runtime, set by worker::run; in a larger runtime tasks are stolen between workers).
 // Threads: submit(), poll(), shutdown() and the park on the owning thread (the loop's or worker's);
 //   request_cancel() (via a stop callback) and wake() from any thread.
 // Cancel queue: an intrusive Treiber stack of io_ops (`cancels_`): pushed with a release CAS by stop
