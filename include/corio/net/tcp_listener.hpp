@@ -2,6 +2,7 @@
 // corio::net::tcp_listener: a listening TCP socket whose accept suspends the awaiting task.
 #include <coroutine>
 #include <system_error>
+#include <utility>
 
 #include <corio/detail/socket.hpp>
 #include <corio/net/endpoint.hpp>
@@ -45,6 +46,16 @@ class accept_awaiter : public corio::detail::accept_fd_awaiter {
 class tcp_listener {
  public:
   tcp_listener() noexcept = default;
+  tcp_listener(tcp_listener&& other) noexcept = default;
+  /// Closes this one first (its multishot state before its socket), then takes `other`'s.
+  tcp_listener& operator=(tcp_listener&& other) noexcept {
+    if (this != &other) {
+      close();
+      socket_ = std::move(other.socket_);
+      source_ = std::move(other.source_);
+    }
+    return *this;
+  }
 
   /// Creates, configures, binds and listens (synchronous). Throws std::system_error naming
   /// "corio::net::tcp_listener::bind", or stores the error and returns a closed listener.

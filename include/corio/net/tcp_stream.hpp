@@ -5,6 +5,7 @@
 #include <span>
 #include <string_view>
 #include <system_error>
+#include <utility>
 
 #include <corio/detail/socket.hpp>
 #include <corio/net/endpoint.hpp>
@@ -62,6 +63,16 @@ class connect_awaiter : public corio::detail::io_awaiter {
 class tcp_stream {
  public:
   tcp_stream() noexcept = default;
+  tcp_stream(tcp_stream&& other) noexcept = default;
+  /// Closes this one first (its multishot state before its socket), then takes `other`'s.
+  tcp_stream& operator=(tcp_stream&& other) noexcept {
+    if (this != &other) {
+      close();
+      socket_ = std::move(other.socket_);
+      source_ = std::move(other.source_);
+    }
+    return *this;
+  }
   /// Adopts a connected, non-blocking socket descriptor.
   explicit tcp_stream(int fd) noexcept : socket_(fd) {}
 
