@@ -42,6 +42,9 @@ bool io_slot::submit(io_op& op) {
     backend_.store(reactor_->kind(), std::memory_order_release);
     parker_.set_backend(this);
   }
+  if (!exclusive_) {
+    op.source = nullptr;  // a task here may resume on another thread: no state kept in this reactor
+  }
   op.slot = this;
   op.state.store(io_state::in_flight, std::memory_order_relaxed);  // published to a stop callback by its registration
   if (reactor_->submit(op)) {
@@ -50,6 +53,10 @@ bool io_slot::submit(io_op& op) {
   }
   ++pending_;
   return false;
+}
+
+std::uint64_t io_slot::multishot_completions() const noexcept {
+  return reactor_ != nullptr ? reactor_->multishot_completions() : 0;
 }
 
 void io_slot::request_cancel(io_op& op) noexcept {

@@ -6,7 +6,10 @@
 // Contract (DESIGN.md, "The reactor contract"): submit() starts an op, reap() reports finished ops to
 //   a sink and never resumes anything; the caller (io_slot) schedules their handles in one batch.
 //   cancel() asks the kernel to stop an op early; the op still finishes through reap(), exactly once,
-//   with -ECANCELED or with whatever the kernel completed first. cancel_all_and_reap() is the shutdown
+//   with -ECANCELED or with whatever the kernel completed first (an op waiting on a socket's
+//   io_source, not in the kernel, finishes at the next reap, which then does not block). An op whose
+//   io_request::source is set may be served by that socket's multishot op (io_uring; epoll ignores
+//   it) and may finish at once from data already queued there. cancel_all_and_reap() is the shutdown
 //   step: when it returns, the kernel holds no op of this reactor.
 // Threads: everything but wake() on the owning thread (one submitter: io_uring's SQ is single-producer);
 //   wake() from any thread, and it may race with the owner's reap (an eventfd write).
@@ -15,6 +18,7 @@
 //   inside the kernel wait (the sink is a plain function pointer, called after the wait returns).
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 
@@ -53,6 +57,9 @@ class reactor {
   virtual void cancel_all_and_reap(completion_sink sink) noexcept = 0;
 
   virtual io_backend kind() const noexcept = 0;
+
+  /// Completions of multishot operations taken so far (io_uring's sockets with an io_source).
+  virtual std::uint64_t multishot_completions() const noexcept { return 0; }
 };
 
 /// Creates a reactor on the calling thread (it becomes the owning thread). `requested` automatic

@@ -18,22 +18,24 @@
 //   with -ECANCELED (or with its real result if it won the race) and the buffer it names stays valid
 //   because its frame stays suspended until that completion is reported.
 // Shutdown (cancel_all_and_reap), in order:
-//   1. queue ASYNC_CANCEL_ANY (every request of this ring, the wake read included);
+//   0. complete every op parked on a source's queue with -ECANCELED (no kernel request holds it);
+//   1. queue ASYNC_CANCEL_ANY (every request of this ring, the wake read and multishots included);
 //   2. submit and wait until every op and the wake read have posted their completion, re-issuing the
 //      cancel every 100 ms in case a request was being issued to io-wq when the first one ran;
 //   3. report each op; the ring then holds nothing that points into user memory, and closing it (the
 //      destructor, on any thread) is safe.
-// Invariants: `in_flight_` counts ops submitted and not yet reported; `wake_armed_` says whether the
+// Multishot accept and recv: sockets given an io_source are served by one multishot op each
+//   (uring_source.cpp); their CQEs carry the source's address with bit 1 set.
+// Invariants: `in_flight_` counts ops submitted (or parked on a source) and not yet reported; `wake_armed_` says whether the
 //   wake read is in the kernel. Owning thread only, except wake().
-#include <liburing.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
 #include <system_error>
+#include <utility>
 
-#include "io/reactor.hpp"
+#include "io/uring_reactor.hpp"
 
 namespace corio::detail {
 namespace {
@@ -69,151 +71,162 @@ __kernel_timespec to_timespec(std::chrono::nanoseconds timeout) noexcept {
   return {.tv_sec = ns / 1'000'000'000, .tv_nsec = ns % 1'000'000'000};
 }
 
-class uring_reactor final : public reactor {
- public:
-  explicit uring_reactor(bool thread_bound) {
-    if (int result = setup_ring(ring_, thread_bound); result < 0) {
-      throw std::system_error(-result, std::system_category(), "corio: io_uring backend: io_uring_setup");
-    }
-    wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (wake_fd_ < 0) {
-      int error = errno;
-      io_uring_queue_exit(&ring_);
-      throw std::system_error(error, std::system_category(), "corio: io_uring backend: eventfd");
-    }
-  }
-
-  ~uring_reactor() override {
-    cancel_all_and_reap({[](void*, io_op&) noexcept {}, nullptr});  // nothing left unless misused
-    io_uring_queue_exit(&ring_);
-    ::close(wake_fd_);
-  }
-
-  bool submit(io_op& op) noexcept override {
-    io_uring_sqe* sqe = next_sqe();
-    switch (op.kind) {
-      case io_kind::recv:
-        io_uring_prep_recv(sqe, op.fd, op.buffer, op.length, 0);
-        break;
-      case io_kind::send:
-        io_uring_prep_send(sqe, op.fd, op.buffer, op.length, MSG_NOSIGNAL);
-        break;
-      case io_kind::accept:
-        io_uring_prep_accept(sqe, op.fd, static_cast<sockaddr*>(op.buffer), op.address_length,
-                             SOCK_NONBLOCK | SOCK_CLOEXEC);
-        break;
-      case io_kind::connect:
-        io_uring_prep_connect(sqe, op.fd, static_cast<const sockaddr*>(op.buffer), op.length);
-        break;
-      case io_kind::recvmsg:
-        io_uring_prep_recvmsg(sqe, op.fd, static_cast<msghdr*>(op.buffer), 0);
-        break;
-      case io_kind::sendmsg:
-        io_uring_prep_sendmsg(sqe, op.fd, static_cast<const msghdr*>(op.buffer), MSG_NOSIGNAL);
-        break;
-    }
-    io_uring_sqe_set_data64(sqe, reinterpret_cast<std::uintptr_t>(&op));
-    ++in_flight_;
-    return false;
-  }
-
-  void cancel(io_op& op) noexcept override {
-    io_uring_sqe* sqe = next_sqe();
-    io_uring_prep_cancel64(sqe, reinterpret_cast<std::uintptr_t>(&op), 0);
-    io_uring_sqe_set_data64(sqe, ignored_tag);
-  }
-
-  void reap(completion_sink sink, std::optional<std::chrono::nanoseconds> timeout) noexcept override {
-    if (!wake_armed_) {
-      arm_wake();
-    }
-    if (timeout && timeout->count() <= 0) {
-      io_uring_submit_and_get_events(&ring_);
-    } else {
-      io_uring_cqe* cqe = nullptr;
-      __kernel_timespec limit{};
-      if (timeout) {
-        limit = to_timespec(*timeout);
-      }
-      io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, timeout ? &limit : nullptr, nullptr);
-    }
-    report_completions(sink);
-  }
-
-  void wake() noexcept override {
-    eventfd_t one = 1;
-    ::eventfd_write(wake_fd_, one);
-  }
-
-  void cancel_all_and_reap(completion_sink sink) noexcept override {
-    draining_ = true;
-    while (in_flight_ != 0 || wake_armed_) {
-      io_uring_sqe* sqe = next_sqe();
-      io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
-      io_uring_sqe_set_data64(sqe, ignored_tag);
-      io_uring_cqe* cqe = nullptr;
-      __kernel_timespec limit = to_timespec(std::chrono::milliseconds(100));
-      int result = io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &limit, nullptr);
-      report_completions(sink);
-      if (result == -EEXIST) {
-        break;  // a SINGLE_ISSUER ring reached from a foreign thread: only its owner could drain it
-      }
-    }
-  }
-
-  io_backend kind() const noexcept override { return io_backend::io_uring; }
-
- private:
-  io_uring_sqe* next_sqe() noexcept {
-    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-    while (sqe == nullptr) {  // the SQ is full: hand this turn's entries to the kernel early
-      io_uring_submit(&ring_);
-      sqe = io_uring_get_sqe(&ring_);
-    }
-    return sqe;
-  }
-
-  void arm_wake() noexcept {
-    if (draining_) {
-      return;
-    }
-    io_uring_sqe* sqe = next_sqe();
-    io_uring_prep_read(sqe, wake_fd_, &wake_buffer_, sizeof(wake_buffer_), 0);
-    io_uring_sqe_set_data64(sqe, wake_tag);
-    wake_armed_ = true;
-  }
-
-  void report_completions(completion_sink sink) noexcept {
-    unsigned head = 0;
-    unsigned seen = 0;
-    io_uring_cqe* cqe = nullptr;
-    io_uring_for_each_cqe(&ring_, head, cqe) {
-      ++seen;
-      std::uint64_t tag = io_uring_cqe_get_data64(cqe);
-      if (tag == ignored_tag) {
-        continue;
-      }
-      if (tag == wake_tag) {
-        wake_armed_ = false;  // re-armed at the start of the next reap
-        continue;
-      }
-      auto* op = reinterpret_cast<io_op*>(static_cast<std::uintptr_t>(tag));
-      op->result = cqe->res;
-      --in_flight_;
-      sink(*op);
-    }
-    io_uring_cq_advance(&ring_, seen);
-  }
-
-  io_uring ring_{};
-  int wake_fd_ = -1;
-  eventfd_t wake_buffer_ = 0;
-  std::size_t in_flight_ = 0;
-  bool wake_armed_ = false;
-  bool draining_ = false;
-};
-
 }  // namespace
+
+uring_reactor::uring_reactor(bool thread_bound) {
+  if (int result = setup_ring(ring_, thread_bound); result < 0) {
+    throw std::system_error(-result, std::system_category(), "corio: io_uring backend: io_uring_setup");
+  }
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) {
+    int error = errno;
+    io_uring_queue_exit(&ring_);
+    throw std::system_error(error, std::system_category(), "corio: io_uring backend: eventfd");
+  }
+  setup_buffers();
+}
+
+uring_reactor::~uring_reactor() {
+  cancel_all_and_reap({[](void*, io_op&) noexcept {}, nullptr});  // nothing left unless misused
+  teardown_buffers();
+  io_uring_queue_exit(&ring_);
+  ::close(wake_fd_);
+}
+
+bool uring_reactor::submit(io_op& op) noexcept {
+  if (op.source != nullptr && multishot_ && (op.kind == io_kind::accept || op.length != 0)) {
+    return submit_with_source(op);
+  }
+  prep_single(op);
+  ++in_flight_;
+  return false;
+}
+
+void uring_reactor::prep_single(io_op& op) noexcept {
+  io_uring_sqe* sqe = next_sqe();
+  switch (op.kind) {
+    case io_kind::recv:
+      io_uring_prep_recv(sqe, op.fd, op.buffer, op.length, 0);
+      break;
+    case io_kind::send:
+      io_uring_prep_send(sqe, op.fd, op.buffer, op.length, MSG_NOSIGNAL);
+      break;
+    case io_kind::accept:
+      io_uring_prep_accept(sqe, op.fd, static_cast<sockaddr*>(op.buffer), op.address_length,
+                           SOCK_NONBLOCK | SOCK_CLOEXEC);
+      break;
+    case io_kind::connect:
+      io_uring_prep_connect(sqe, op.fd, static_cast<const sockaddr*>(op.buffer), op.length);
+      break;
+    case io_kind::recvmsg:
+      io_uring_prep_recvmsg(sqe, op.fd, static_cast<msghdr*>(op.buffer), 0);
+      break;
+    case io_kind::sendmsg:
+      io_uring_prep_sendmsg(sqe, op.fd, static_cast<const msghdr*>(op.buffer), MSG_NOSIGNAL);
+      break;
+  }
+  io_uring_sqe_set_data64(sqe, reinterpret_cast<std::uintptr_t>(&op));
+}
+
+void uring_reactor::cancel(io_op& op) noexcept {
+  if (cancel_parked(op)) {
+    return;  // it waited on its source's queue, not in the kernel
+  }
+  io_uring_sqe* sqe = next_sqe();
+  io_uring_prep_cancel64(sqe, reinterpret_cast<std::uintptr_t>(&op), 0);
+  io_uring_sqe_set_data64(sqe, ignored_tag);
+}
+
+void uring_reactor::reap(completion_sink sink, std::optional<std::chrono::nanoseconds> timeout) noexcept {
+  if (!wake_armed_) {
+    arm_wake();
+  }
+  if (finished_here_ != nullptr || (timeout && timeout->count() <= 0)) {
+    io_uring_submit_and_get_events(&ring_);
+  } else {
+    io_uring_cqe* cqe = nullptr;
+    __kernel_timespec limit{};
+    if (timeout) {
+      limit = to_timespec(*timeout);
+    }
+    io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, timeout ? &limit : nullptr, nullptr);
+  }
+  report_completions(sink);
+}
+
+void uring_reactor::wake() noexcept {
+  eventfd_t one = 1;
+  ::eventfd_write(wake_fd_, one);
+}
+
+void uring_reactor::cancel_all_and_reap(completion_sink sink) noexcept {
+  draining_ = true;
+  detach_all_parked();
+  report_completions(sink);
+  while (in_flight_ != 0 || armed_ != 0 || wake_armed_) {
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+    io_uring_sqe_set_data64(sqe, ignored_tag);
+    io_uring_cqe* cqe = nullptr;
+    __kernel_timespec limit = to_timespec(std::chrono::milliseconds(100));
+    int result = io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &limit, nullptr);
+    report_completions(sink);
+    if (result == -EEXIST) {
+      break;  // a SINGLE_ISSUER ring reached from a foreign thread: only its owner could drain it
+    }
+  }
+}
+
+io_uring_sqe* uring_reactor::next_sqe() noexcept {
+  io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+  while (sqe == nullptr) {  // the SQ is full: hand this turn's entries to the kernel early
+    io_uring_submit(&ring_);
+    sqe = io_uring_get_sqe(&ring_);
+  }
+  return sqe;
+}
+
+void uring_reactor::arm_wake() noexcept {
+  if (draining_) {
+    return;
+  }
+  io_uring_sqe* sqe = next_sqe();
+  io_uring_prep_read(sqe, wake_fd_, &wake_buffer_, sizeof(wake_buffer_), 0);
+  io_uring_sqe_set_data64(sqe, wake_tag);
+  wake_armed_ = true;
+}
+
+void uring_reactor::report_completions(completion_sink sink) noexcept {
+  while (finished_here_ != nullptr) {
+    io_op* op = std::exchange(finished_here_, finished_here_->next);
+    --in_flight_;
+    sink(*op);
+  }
+  unsigned head = 0;
+  unsigned seen = 0;
+  io_uring_cqe* cqe = nullptr;
+  io_uring_for_each_cqe(&ring_, head, cqe) {
+    ++seen;
+    std::uint64_t tag = io_uring_cqe_get_data64(cqe);
+    if (tag == ignored_tag) {
+      continue;
+    }
+    if (tag == wake_tag) {
+      wake_armed_ = false;  // re-armed at the start of the next reap
+      continue;
+    }
+    if ((tag & uring_source_tag) != 0) {
+      auto* source = reinterpret_cast<io_source*>(static_cast<std::uintptr_t>(tag & ~uring_source_tag));
+      on_source_completion(*source, cqe->res, cqe->flags, sink);
+      continue;
+    }
+    auto* op = reinterpret_cast<io_op*>(static_cast<std::uintptr_t>(tag));
+    op->result = cqe->res;
+    --in_flight_;
+    sink(*op);
+  }
+  io_uring_cq_advance(&ring_, seen);
+}
 
 std::unique_ptr<reactor> make_uring_reactor(bool thread_bound) { return std::make_unique<uring_reactor>(thread_bound); }
 

@@ -59,7 +59,9 @@ task<std::size_t> tcp_stream::transfer_all(corio::detail::io_kind kind, std::byt
                                            const char* what, std::error_code* error) {
   std::size_t done = 0;
   while (done < size) {
-    std::size_t step = co_await corio::detail::transfer_awaiter(kind, socket_.get(), data + done, size - done, what, error);
+    corio::detail::io_source** source = kind == corio::detail::io_kind::recv ? source_.slot() : nullptr;
+    std::size_t step =
+        co_await corio::detail::transfer_awaiter(kind, socket_.get(), data + done, size - done, what, error, source);
     if (error != nullptr && *error) {
       co_return done;
     }

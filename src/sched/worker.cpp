@@ -31,6 +31,7 @@ void worker::run() {
   current_worker = this;
   current_executor = &owner_;
   io_slot::scope io_scope(io_);
+  io_.set_exclusive(owner_.worker_count() == 1);  // no stealing: a socket's multishot state may stay here
   for (;;) {
     std::coroutine_handle<> next = next_task();
     if (!next) {
@@ -68,10 +69,17 @@ void worker::push(std::coroutine_handle<> handle, bool woken) {
   }
 }
 
-// Stealable work appeared: a sleeping worker may need waking.
+// Stealable work appeared: a sleeping worker may need waking. A batch reaped by our own reactor
+// inside our park is ours to run the moment the park returns: leave the sleeper list first, so the
+// waker below picks another sleeper instead of us (waking ourselves cost an eventfd write and one
+// more io_uring_enter per loop turn).
 void worker::push_batch(std::span<const std::coroutine_handle<>> handles) {
   for (std::coroutine_handle<> handle : handles) {
     push_back(handle);
+  }
+  if (in_park_ && !left_sleep_) {
+    leave_sleep();
+    left_sleep_ = true;
   }
   owner_.notify_work();
 }
@@ -186,8 +194,12 @@ void worker::park() {
     leave_sleep();
     return;
   }
+  in_park_ = true;
   parker_.park_unless_notified(until_timer);
-  leave_sleep();
+  in_park_ = false;
+  if (!std::exchange(left_sleep_, false)) {
+    leave_sleep();
+  }
 }
 
 // Off the sleeper list, either by ourselves or by a waker that may have counted us as searching.

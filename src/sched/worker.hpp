@@ -83,6 +83,8 @@ class worker {
   unsigned lifo_streak_ = 0;
   std::uint64_t tick_ = 0;
   bool searching_ = false;
+  bool in_park_ = false;     // inside parker_.park_unless_notified: its reactor may reap into our queue
+  bool left_sleep_ = false;  // push_batch already took us off the sleeper list during this park
   std::uint32_t random_state_;
 };
 

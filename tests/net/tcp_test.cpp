@@ -169,12 +169,16 @@ TYPED_TEST(tcp, accept_hitting_emfile_keeps_the_accept_loop_alive) {
   rlimit original{};
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &original), 0);
   run_on_loop(TestFixture::backend, [&]() -> corio::task<void> {
-    auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
     // Warm-up: with every descriptor taken, UBSan cannot check a vptr it has not seen yet (its memory
     // probe needs a pipe), so park, reap and cancel once before (the reactor's and parker's types).
-    EXPECT_THROW(co_await corio::with_timeout(5ms, listener.accept()), corio::timed_out);
-    auto client = co_await tcp_stream::connect(listener.local_endpoint());  // waits in the accept queue
-    // Use up every descriptor under a lowered limit.
+    // On its own listener: io_uring's accept takes RLIMIT_NOFILE when it is armed, and the multishot
+    // accept stays armed across accepts, so the listener under test first accepts under the limit.
+    auto warm_up = tcp_listener::bind(endpoint::loopback_v4(0));
+    EXPECT_THROW(co_await corio::with_timeout(5ms, warm_up.accept()), corio::timed_out);
+    auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
+    // Use up every descriptor under a lowered limit but one, which the client's socket takes: the
+    // connection then waits in the kernel's accept queue and every accept of it fails with EMFILE
+    // (io_uring's multishot accept, armed since the warm-up, meets EMFILE the moment it arrives).
     std::vector<int> hogs;
     rlimit tight = original;
     tight.rlim_cur = 64;
@@ -182,6 +186,9 @@ TYPED_TEST(tcp, accept_hitting_emfile_keeps_the_accept_loop_alive) {
     for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) {
       hogs.push_back(fd);
     }
+    ::close(hogs.back());
+    hogs.pop_back();
+    auto client = co_await tcp_stream::connect(listener.local_endpoint());
     int emfile_seen = 0;
     tcp_stream accepted;
     for (int attempt = 0; attempt < 100 && !accepted.is_open(); ++attempt) {

@@ -4,9 +4,11 @@
 // Design note.
 // Purpose: an awaitable builds an `io_op` in its own frame (what to do, the suspended handle, a
 //   result slot) and hands it to the reactor of the thread it runs on (io_slot.hpp). The reactor
-//   finishes it (io_uring: `user_data` is the op's address, no look-up; epoll: the op waits in its
-//   fd's list) and the slot schedules the handle on the executor it was submitted from. No
-//   allocation per operation.
+//   finishes it (io_uring: `user_data` is the op's address, no look-up, or the op waits on its
+//   socket's io_source for the socket's multishot accept/recv, io_source.hpp; epoll: the op waits in
+//   its fd's list) and the slot schedules the handle on the executor it was submitted from. No
+//   allocation per operation. "The kernel holds the op" below includes waiting on an io_source:
+//   cancel then unlinks it there (no kernel request names the op or its buffer).
 // The op's state, one atomic byte, decides the race between a completion (always on the reactor's
 //   thread) and a cancellation (a stop callback, on any thread):
 //     idle --submit--> in_flight --completion--> done                      (the slot schedules)
@@ -53,6 +55,7 @@
 namespace corio::detail {
 
 class io_slot;
+struct io_source;
 
 enum class io_kind : std::uint8_t { recv, send, accept, connect, recvmsg, sendmsg };
 
@@ -68,6 +71,9 @@ struct io_request {
   std::uint32_t length = 0;
   /// accept: in, the size of *buffer; out, the peer address length.
   socklen_t* address_length = nullptr;
+  /// recv/accept on a stream or listener: its multishot state (io_source.hpp), which the io_uring
+  /// backend creates on first use and serves later operations from; null: a plain single-shot op.
+  io_source** source = nullptr;
 };
 
 struct io_op : io_request {

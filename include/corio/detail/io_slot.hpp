@@ -13,6 +13,11 @@
 //   the executor in one schedule_batch (one queue operation and one notification for N completions).
 //   poll() is the same turn with a zero timeout; executors call it on their maintenance tick so a busy
 //   thread still reaps I/O.
+// Multishot (io_uring): a socket's accepts and reads may be served by one multishot op that keeps its
+//   completions in the reactor between operations (io_source.hpp). That state must stay on one
+//   thread, so the slot clears io_request::source (single-shot ops) unless it is exclusive: every
+//   task its executor resumes runs on this thread (an event loop; the worker of a one-worker
+//   runtime, set by worker::run; in a larger runtime tasks are stolen between workers).
 // Threads: submit(), poll(), shutdown() and the park on the owning thread (the loop's or worker's);
 //   request_cancel() (via a stop callback) and wake() from any thread.
 // Cancel queue: an intrusive Treiber stack of io_ops (`cancels_`): pushed with a release CAS by stop
@@ -34,6 +39,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 
 #include <corio/detail/executor.hpp>
@@ -51,7 +57,7 @@ class io_slot final : private park_backend {
   /// (runtime workers). Lets io_uring use SINGLE_ISSUER + DEFER_TASKRUN; an event loop, which may be
   /// run and destroyed on different threads, gets a ring without them.
   io_slot(parker& parker, executor& owner, io_backend requested, bool thread_bound) noexcept
-      : parker_(parker), owner_(owner), requested_(requested), thread_bound_(thread_bound) {}
+      : parker_(parker), owner_(owner), requested_(requested), thread_bound_(thread_bound), exclusive_(!thread_bound) {}
   ~io_slot();
   io_slot(const io_slot&) = delete;
   io_slot& operator=(const io_slot&) = delete;
@@ -72,6 +78,14 @@ class io_slot final : private park_backend {
 
   /// The shutdown steps above. Idempotent; the slot accepts no more operations afterwards.
   void shutdown() noexcept;
+
+  /// Owning thread, before the first I/O. Whether every task this slot's executor resumes runs on this
+  /// slot's thread (an event loop; a one-worker runtime's worker): only then may a socket keep its
+  /// multishot state (io_source.hpp) in this slot's reactor.
+  void set_exclusive(bool exclusive) noexcept { exclusive_ = exclusive; }
+
+  /// Owning thread. Completions the reactor took from multishot operations so far (0 on epoll).
+  std::uint64_t multishot_completions() const noexcept;
 
   /// The backend of the reactor, or io_backend::automatic if none was created yet. Thread-safe.
   io_backend backend() const noexcept { return backend_.load(std::memory_order_acquire); }
@@ -102,6 +116,7 @@ class io_slot final : private park_backend {
   executor& owner_;
   const io_backend requested_;
   const bool thread_bound_;
+  bool exclusive_;
   reactor* reactor_ = nullptr;  // owning thread; read by wake() only after an op exists
   std::atomic<io_backend> backend_{io_backend::automatic};
   std::size_t pending_ = 0;  // submitted and not yet delivered; owning thread

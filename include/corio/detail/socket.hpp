@@ -10,6 +10,7 @@
 #include <utility>
 
 #include <corio/detail/io_op.hpp>
+#include <corio/detail/io_source.hpp>
 
 namespace corio::detail {
 
@@ -44,14 +45,16 @@ class socket_fd {
   int fd_ = -1;
 };
 
-/// recv or send on a connected socket; yields the byte count (0 from recv: the peer closed).
+/// recv or send on a connected socket; yields the byte count (0 from recv: the peer closed). A recv
+/// given the stream's `source` may be served by its multishot recv (io_source.hpp).
 class transfer_awaiter : public io_awaiter {
  public:
   transfer_awaiter(io_kind kind, int fd, const void* data, std::size_t size, const char* what,
-                   std::error_code* error) noexcept
+                   std::error_code* error, io_source** source = nullptr) noexcept
       : io_awaiter(what, error) {
     op_.kind = kind;
     op_.fd = fd;
+    op_.source = source;
     op_.buffer = const_cast<void*>(data);  // send only reads it
     op_.length = size > UINT32_MAX ? UINT32_MAX : static_cast<std::uint32_t>(size);
   }
@@ -63,12 +66,15 @@ class transfer_awaiter : public io_awaiter {
   std::size_t await_resume() { return check() ? static_cast<std::size_t>(op_.result) : 0; }
 };
 
-/// accept on a listening socket; yields the new descriptor (-1 on error) and fills in the peer address.
+/// accept on a listening socket; yields the new descriptor (-1 on error) and fills in the peer address
+/// (left empty when the listener's multishot accept, given as `source`, served it).
 class accept_fd_awaiter : public io_awaiter {
  public:
-  accept_fd_awaiter(int fd, const char* what, std::error_code* error) noexcept : io_awaiter(what, error) {
+  accept_fd_awaiter(int fd, const char* what, std::error_code* error, io_source** source = nullptr) noexcept
+      : io_awaiter(what, error) {
     op_.kind = io_kind::accept;
     op_.fd = fd;
+    op_.source = source;
   }
   accept_fd_awaiter(accept_fd_awaiter&& other) noexcept = default;
 

@@ -2,6 +2,7 @@
 // corio::net::tcp_listener: a listening TCP socket whose accept suspends the awaiting task.
 #include <coroutine>
 #include <system_error>
+#include <utility>
 
 #include <corio/detail/socket.hpp>
 #include <corio/net/endpoint.hpp>
@@ -35,7 +36,9 @@ class accept_awaiter : public corio::detail::accept_fd_awaiter {
 /// A listening TCP socket. Move-only; closes on destruction. accept() is an awaitable with the
 /// same error, cancellation and resumption rules as tcp_stream's operations; several tasks may
 /// accept on one listener at once (each connection goes to one of them). Errors such as EMFILE
-/// (out of descriptors) are reported by that accept only: the listener stays usable.
+/// (out of descriptors) are reported by that accept only: the listener stays usable. On io_uring,
+/// under an event loop or a one-worker runtime, one multishot accept serves every accept; connections
+/// that arrive with no accept waiting are queued (up to 64, then the kernel's backlog holds the rest).
 ///
 ///     auto listener = corio::net::tcp_listener::bind(corio::net::endpoint::loopback_v4(0));
 ///     auto port = listener.local_endpoint().port();              // the ephemeral port chosen
@@ -43,6 +46,16 @@ class accept_awaiter : public corio::detail::accept_fd_awaiter {
 class tcp_listener {
  public:
   tcp_listener() noexcept = default;
+  tcp_listener(tcp_listener&& other) noexcept = default;
+  /// Closes this one first (its multishot state before its socket), then takes `other`'s.
+  tcp_listener& operator=(tcp_listener&& other) noexcept {
+    if (this != &other) {
+      close();
+      socket_ = std::move(other.socket_);
+      source_ = std::move(other.source_);
+    }
+    return *this;
+  }
 
   /// Creates, configures, binds and listens (synchronous). Throws std::system_error naming
   /// "corio::net::tcp_listener::bind", or stores the error and returns a closed listener.
@@ -51,17 +64,23 @@ class tcp_listener {
 
   /// Waits for the next connection; yields it as a connected stream (closed, on error, in the
   /// error_code form).
-  detail::accept_awaiter accept() noexcept { return {socket_.get(), accept_name, nullptr}; }
-  detail::accept_awaiter accept(std::error_code& error) noexcept { return {socket_.get(), accept_name, &error}; }
+  detail::accept_awaiter accept() noexcept { return {socket_.get(), accept_name, nullptr, source_.slot()}; }
+  detail::accept_awaiter accept(std::error_code& error) noexcept {
+    return {socket_.get(), accept_name, &error, source_.slot()};
+  }
 
   endpoint local_endpoint() const;
   bool is_open() const noexcept { return socket_.is_open(); }
   int native_handle() const noexcept { return socket_.get(); }
-  void close() noexcept { socket_.reset(); }
+  void close() noexcept {
+    source_.reset();
+    socket_.reset();
+  }
 
  private:
   static constexpr const char* accept_name = "corio::net::tcp_listener::accept";
   corio::detail::socket_fd socket_;
+  corio::detail::io_source_ref source_;  // io_uring: the multishot accept's state; released first
 };
 
 }  // namespace corio::net

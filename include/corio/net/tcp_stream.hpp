@@ -5,6 +5,7 @@
 #include <span>
 #include <string_view>
 #include <system_error>
+#include <utility>
 
 #include <corio/detail/socket.hpp>
 #include <corio/net/endpoint.hpp>
@@ -37,6 +38,7 @@ class connect_awaiter : public corio::detail::io_awaiter {
 
   endpoint peer_;
   corio::detail::socket_fd socket_;
+  corio::detail::io_source_ref source_;  // io_uring: the multishot recv's state; released before the socket
 };
 
 }  // namespace detail
@@ -49,7 +51,10 @@ class connect_awaiter : public corio::detail::io_awaiter {
 /// std::error_code& stores the error instead. Cancelling the task (join_handle::cancel, when_any,
 /// with_timeout) cancels the operation in the kernel and completes it with corio::cancelled (or
 /// std::errc::operation_canceled). Not thread-safe: one reader and one writer at a time, and never
-/// close or destroy the stream while one of its operations is in flight.
+/// close or destroy the stream while one of its operations is in flight. On io_uring, under an event
+/// loop or a one-worker runtime, reads come from one multishot recv into the reactor's buffer ring
+/// (data that arrives before a read is kept for it); such a stream stays with that loop: reading it
+/// from another loop's task fails with EXDEV (it may be closed or destroyed anywhere).
 ///
 ///     auto stream = co_await corio::net::tcp_stream::connect(*corio::net::endpoint::parse("127.0.0.1:7"));
 ///     co_await stream.write_all("ping\n");
@@ -58,6 +63,16 @@ class connect_awaiter : public corio::detail::io_awaiter {
 class tcp_stream {
  public:
   tcp_stream() noexcept = default;
+  tcp_stream(tcp_stream&& other) noexcept = default;
+  /// Closes this one first (its multishot state before its socket), then takes `other`'s.
+  tcp_stream& operator=(tcp_stream&& other) noexcept {
+    if (this != &other) {
+      close();
+      socket_ = std::move(other.socket_);
+      source_ = std::move(other.source_);
+    }
+    return *this;
+  }
   /// Adopts a connected, non-blocking socket descriptor.
   explicit tcp_stream(int fd) noexcept : socket_(fd) {}
 
@@ -71,10 +86,12 @@ class tcp_stream {
   /// Reads what is available, at least one byte, into `buffer`; yields the count, 0 if the peer
   /// closed its side (or `buffer` is empty).
   corio::detail::transfer_awaiter read_some(std::span<std::byte> buffer) noexcept {
-    return {corio::detail::io_kind::recv, socket_.get(), buffer.data(), buffer.size(), read_some_name, nullptr};
+    return {corio::detail::io_kind::recv, socket_.get(), buffer.data(), buffer.size(), read_some_name, nullptr,
+            source_.slot()};
   }
   corio::detail::transfer_awaiter read_some(std::span<std::byte> buffer, std::error_code& error) noexcept {
-    return {corio::detail::io_kind::recv, socket_.get(), buffer.data(), buffer.size(), read_some_name, &error};
+    return {corio::detail::io_kind::recv, socket_.get(), buffer.data(), buffer.size(), read_some_name, &error,
+            source_.slot()};
   }
 
   /// Writes some of `data` (at least one byte unless it is empty); yields the count.
@@ -110,7 +127,10 @@ class tcp_stream {
   bool is_open() const noexcept { return socket_.is_open(); }
   int native_handle() const noexcept { return socket_.get(); }
   /// Closes the socket now (the destructor does it otherwise).
-  void close() noexcept { socket_.reset(); }
+  void close() noexcept {
+    source_.reset();
+    socket_.reset();
+  }
 
  private:
   static constexpr const char* read_some_name = "corio::net::tcp_stream::read_some";
@@ -120,6 +140,7 @@ class tcp_stream {
                                  std::error_code* error);
 
   corio::detail::socket_fd socket_;
+  corio::detail::io_source_ref source_;  // io_uring: the multishot recv's state; released before the socket
 };
 
 }  // namespace corio::net

@@ -1,0 +1,74 @@
+#pragma once
+// The io_uring backend of the reactor; the design note is in uring_reactor.cpp (ring, submission,
+// wake-up, shutdown) and uring_source.cpp (multishot accept and recv, the provided-buffer ring).
+#include <liburing.h>
+#include <sys/eventfd.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "io/reactor.hpp"
+
+namespace corio::detail {
+
+/// The user_data of a multishot op's CQEs: its io_source's address | this bit (both are 8-aligned).
+inline constexpr std::uint64_t uring_source_tag = 2;
+
+class uring_reactor final : public reactor {
+ public:
+  explicit uring_reactor(bool thread_bound);
+  ~uring_reactor() override;
+
+  bool submit(io_op& op) noexcept override;
+  void cancel(io_op& op) noexcept override;
+  void reap(completion_sink sink, std::optional<std::chrono::nanoseconds> timeout) noexcept override;
+  void wake() noexcept override;
+  void cancel_all_and_reap(completion_sink sink) noexcept override;
+  io_backend kind() const noexcept override { return io_backend::io_uring; }
+  std::uint64_t multishot_completions() const noexcept override { return multishot_completions_; }
+
+  /// uring_source.cpp: the socket let go of `source` (io_source.hpp); owning thread.
+  void release(io_source& source) noexcept;
+
+ private:
+  // uring_reactor.cpp
+  io_uring_sqe* next_sqe() noexcept;
+  void arm_wake() noexcept;
+  void report_completions(completion_sink sink) noexcept;
+  void prep_single(io_op& op) noexcept;
+
+  // uring_source.cpp
+  void setup_buffers() noexcept;
+  void teardown_buffers() noexcept;
+  bool submit_with_source(io_op& op) noexcept;
+  bool cancel_parked(io_op& op) noexcept;
+  void on_source_completion(io_source& source, std::int32_t result, std::uint32_t flags, completion_sink sink) noexcept;
+  void arm(io_source& source) noexcept;
+  void cancel_multishot(io_source& source) noexcept;
+  std::int32_t take(io_source& source, io_op& op) noexcept;
+  void recycle(std::uint16_t buffer_id) noexcept;
+  void drop_queued(io_source& source) noexcept;
+  void unlink(io_source& source) noexcept;
+  void detach_all_parked() noexcept;
+  bool ring_has_room() const noexcept;
+
+  io_uring ring_{};
+  int wake_fd_ = -1;
+  eventfd_t wake_buffer_ = 0;
+  std::size_t in_flight_ = 0;  // ops submitted (or parked on a source) and not yet reported
+  bool wake_armed_ = false;
+  bool draining_ = false;
+
+  // Multishot state (uring_source.cpp).
+  bool multishot_ = false;                // the kernel took the buffer ring; multishot ops are allowed
+  io_uring_buf_ring* buffer_ring_ = nullptr;
+  std::byte* buffers_ = nullptr;
+  unsigned buffer_count_ = 0;             // a power of two
+  unsigned buffers_free_ = 0;             // in the ring now
+  io_source* sources_ = nullptr;          // every source of this reactor (intrusive list)
+  std::size_t armed_ = 0;                 // sources whose multishot the kernel holds
+  io_op* finished_here_ = nullptr;        // parked ops finished without a CQE (cancelled), linked by next
+  std::uint64_t multishot_completions_ = 0;
+};
+
+}  // namespace corio::detail

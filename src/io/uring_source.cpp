@@ -1,0 +1,400 @@
+// Multishot accept and multishot recv from a provided-buffer ring, for the io_uring reactor
+// (uring_reactor.hpp); the socket side is include/corio/detail/io_source.hpp.
+//
+// Design note.
+// Purpose: one multishot op per socket instead of one SQE per accept or read. Its CQEs (user_data:
+//   the io_source's address | uring_source_tag, no look-up) go to the op parked on the source, or,
+//   if none waits, into the source's queue, which the next accept or read_some takes from without
+//   entering the kernel.
+// Buffers: one provided-buffer ring per reactor (group 0), `buffer_count_` buffers of `buffer_size`,
+//   mmap'd and registered with liburing 2.3's io_uring_register_buf_ring. A recv CQE names a buffer
+//   id; a read copies out of it and gives it back to the ring at once, or keeps the rest (offset) for
+//   the next read. EOF and errors are queued behind the data, so they are delivered once, in order.
+// Ring runs dry: the kernel ends the multishot with -ENOBUFS; the parked read (if any) becomes a
+//   plain recv into its own buffer, and a later read re-arms once the ring has room again
+//   (ring_has_room: an eighth of the buffers free), so a reactor short of buffers degrades to
+//   single-shot reads and loses nothing.
+// Accept: a queue beyond accept_queue_bound cancels the multishot (the CQEs already posted are still
+//   queued, none is lost); the next accept that finds the queue empty re-arms it. An error CQE
+//   (EMFILE, ...) is queued like a descriptor and reported by one accept; the multishot ends and the
+//   next accept re-arms it.
+// Invariants (owning thread only, like the rest of the reactor):
+//  - a source is in `sources_` while its owner is this reactor; `armed` while the kernel holds its
+//    multishot (`armed_` counts them); at most one op parked (`waiter`), counted in `in_flight_`;
+//  - a released source (the socket let go) is freed when it is not armed: at once, or at the CQE
+//    without IORING_CQE_F_MORE after the ASYNC_CANCEL release sent; buffers named by later CQEs go
+//    back to the ring and descriptors are closed;
+//  - a parked op cancelled by its task is not in the kernel: it finishes with -ECANCELED through
+//    `finished_here_` at the next reap, which then does not block.
+// Release from another thread (a stream destroyed off its loop's thread, or while the loop is not
+//   running): the releasing thread only shuts the socket down and moves `state` live -> released
+//   (acq_rel CAS); the owner frees the source at its next CQE (the shutdown makes one arrive if a
+//   multishot is armed) or at teardown. Teardown moves live -> orphaned with the same CAS: whichever
+//   CAS loses, the other side frees it. Nothing else of the source is shared between threads.
+// Shutdown: cancel_all_and_reap completes parked ops, cancels the multishots and waits for their last
+//   CQE; teardown_buffers() then orphans the sources the sockets still own (owner null: a later read
+//   on another reactor adopts it; queued data is dropped, the loop that buffered it is gone) and
+//   frees the ring.
+// Rejected: a queue without bound for accept (a listener nobody accepts on would hoard descriptors);
+//   a fixed buffer per connection (memory grows with connections; the shared ring grows with traffic
+//   in flight); copying buffered data into a per-stream heap queue (an allocation per read).
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+
+#include <corio/detail/io_slot.hpp>
+
+#include "io/uring_reactor.hpp"
+
+namespace corio::detail {
+
+struct io_source {
+  struct entry {
+    std::int32_t result;  // recv: bytes in the buffer, 0 (EOF) or -errno; accept: descriptor or -errno
+    std::uint16_t buffer;
+    std::uint32_t offset;  // recv: bytes already copied out
+  };
+  /// Who lets go of it when the owning thread is not the one releasing (see release_io_source).
+  enum class life : std::uint8_t { live, released, orphaned };
+
+  io_kind kind = io_kind::recv;
+  int fd = -1;
+  uring_reactor* owner = nullptr;
+  const io_slot* slot = nullptr;  // the slot the owner serves: its thread is the owning thread
+  std::atomic<life> state{life::live};
+  io_source* prev = nullptr;
+  io_source* next = nullptr;
+  io_op* waiter = nullptr;
+  std::deque<entry> queue;
+  bool armed = false;
+  bool cancelling = false;  // ASYNC_CANCEL sent for the armed multishot
+  bool released = false;    // the socket let go
+  bool ended = false;       // recv: EOF or an error arrived; reads are plain from then on
+  bool completed_once = false;
+};
+
+namespace {
+
+constexpr unsigned buffer_size = 4096;
+constexpr unsigned default_buffer_count = 1024;
+constexpr std::uint16_t buffer_group = 0;
+constexpr std::size_t accept_queue_bound = 64;
+
+unsigned configured_buffer_count() noexcept {
+  if (const char* text = std::getenv("CORIO_URING_MULTISHOT"); text != nullptr && std::strcmp(text, "0") == 0) {
+    return 0;
+  }
+  unsigned count = default_buffer_count;
+  if (const char* text = std::getenv("CORIO_URING_BUFFERS"); text != nullptr && *text != '\0') {
+    count = static_cast<unsigned>(std::clamp(std::strtol(text, nullptr, 10), 1L, 32768L));
+  }
+  unsigned power = 1;
+  while (power < count) {
+    power *= 2;
+  }
+  return power;
+}
+
+std::uint64_t tag_of(io_source& source) noexcept { return reinterpret_cast<std::uintptr_t>(&source) | uring_source_tag; }
+
+}  // namespace
+
+void uring_reactor::setup_buffers() noexcept {
+  unsigned count = configured_buffer_count();
+  if (count == 0) {
+    return;
+  }
+  std::size_t ring_bytes = count * sizeof(io_uring_buf);
+  std::size_t data_bytes = std::size_t{count} * buffer_size;
+  void* ring = ::mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* data = ::mmap(nullptr, data_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  io_uring_buf_reg registration{};
+  registration.ring_addr = reinterpret_cast<std::uintptr_t>(ring);
+  registration.ring_entries = count;
+  registration.bgid = buffer_group;
+  if (ring == MAP_FAILED || data == MAP_FAILED || io_uring_register_buf_ring(&ring_, &registration, 0) != 0) {
+    if (ring != MAP_FAILED) {
+      ::munmap(ring, ring_bytes);
+    }
+    if (data != MAP_FAILED) {
+      ::munmap(data, data_bytes);
+    }
+    return;  // no provided buffers here (kernel < 5.19): every accept and read stays single-shot
+  }
+  buffer_ring_ = static_cast<io_uring_buf_ring*>(ring);
+  buffers_ = static_cast<std::byte*>(data);
+  buffer_count_ = count;
+  io_uring_buf_ring_init(buffer_ring_);
+  for (unsigned id = 0; id < count; ++id) {
+    io_uring_buf_ring_add(buffer_ring_, buffers_ + std::size_t{id} * buffer_size, buffer_size,
+                          static_cast<std::uint16_t>(id), io_uring_buf_ring_mask(count), static_cast<int>(id));
+  }
+  io_uring_buf_ring_advance(buffer_ring_, static_cast<int>(count));
+  buffers_free_ = count;
+  multishot_ = true;
+}
+
+void uring_reactor::teardown_buffers() noexcept {
+  while (sources_ != nullptr) {
+    io_source& source = *sources_;
+    unlink(source);
+    drop_queued(source);  // its loop is gone; a read elsewhere starts afresh
+    source.waiter = nullptr;
+    source.armed = false;
+    source.cancelling = false;
+    source.owner = nullptr;
+    auto live = io_source::life::live;
+    if (source.released ||
+        !source.state.compare_exchange_strong(live, io_source::life::orphaned, std::memory_order_acq_rel)) {
+      delete &source;  // let go already (here, or by another thread)
+    }
+  }
+  if (buffer_ring_ != nullptr) {
+    io_uring_unregister_buf_ring(&ring_, buffer_group);
+    ::munmap(buffer_ring_, buffer_count_ * sizeof(io_uring_buf));
+    ::munmap(buffers_, std::size_t{buffer_count_} * buffer_size);
+    buffer_ring_ = nullptr;
+    buffers_ = nullptr;
+  }
+  multishot_ = false;
+}
+
+bool uring_reactor::ring_has_room() const noexcept { return buffers_free_ >= std::max(1u, buffer_count_ / 8); }
+
+bool uring_reactor::submit_with_source(io_op& op) noexcept {
+  io_source*& slot = *op.source;
+  if (slot == nullptr) {
+    slot = new io_source;
+    slot->kind = op.kind;
+    slot->fd = op.fd;
+  }
+  io_source& source = *slot;
+  if (source.owner == nullptr) {  // new, or its reactor is gone: it lives here from now on
+    source.owner = this;
+    source.slot = op.slot;
+    source.state.store(io_source::life::live, std::memory_order_relaxed);  // only the socket holds it
+    source.next = sources_;
+    if (sources_ != nullptr) {
+      sources_->prev = &source;
+    }
+    sources_ = &source;
+  }
+  if (source.owner != this) {
+    op.result = -EXDEV;  // kept by another loop's reactor (io_source.hpp)
+    return true;
+  }
+  if (!source.queue.empty()) {
+    op.result = take(source, op);
+    return true;
+  }
+  if (source.kind == io_kind::recv && !source.armed && (source.ended || !ring_has_room())) {
+    prep_single(op);
+  } else {
+    if (!source.armed) {
+      arm(source);
+    }
+    source.waiter = &op;
+  }
+  ++in_flight_;
+  return false;
+}
+
+void uring_reactor::arm(io_source& source) noexcept {
+  io_uring_sqe* sqe = next_sqe();
+  if (source.kind == io_kind::recv) {
+    io_uring_prep_recv_multishot(sqe, source.fd, nullptr, 0, 0);
+    sqe->flags |= IOSQE_BUFFER_SELECT;
+    sqe->buf_group = buffer_group;
+  } else {
+    io_uring_prep_multishot_accept(sqe, source.fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  }
+  io_uring_sqe_set_data64(sqe, tag_of(source));
+  source.armed = true;
+  ++armed_;
+}
+
+void uring_reactor::cancel_multishot(io_source& source) noexcept {
+  if (!source.armed || source.cancelling) {
+    return;
+  }
+  io_uring_sqe* sqe = next_sqe();
+  io_uring_prep_cancel64(sqe, tag_of(source), 0);
+  io_uring_sqe_set_data64(sqe, 0);
+  source.cancelling = true;
+}
+
+std::int32_t uring_reactor::take(io_source& source, io_op& op) noexcept {
+  io_source::entry& front = source.queue.front();
+  if (source.kind == io_kind::accept || front.result <= 0) {
+    std::int32_t result = front.result;
+    source.queue.pop_front();
+    return result;
+  }
+  auto* out = static_cast<std::byte*>(op.buffer);
+  std::uint32_t copied = 0;
+  while (!source.queue.empty() && copied < op.length && source.queue.front().result > 0) {
+    io_source::entry& chunk = source.queue.front();
+    std::uint32_t step = std::min(op.length - copied, static_cast<std::uint32_t>(chunk.result) - chunk.offset);
+    std::memcpy(out + copied, buffers_ + std::size_t{chunk.buffer} * buffer_size + chunk.offset, step);
+    copied += step;
+    chunk.offset += step;
+    if (chunk.offset == static_cast<std::uint32_t>(chunk.result)) {
+      recycle(chunk.buffer);
+      source.queue.pop_front();
+    }
+  }
+  return static_cast<std::int32_t>(copied);
+}
+
+void uring_reactor::recycle(std::uint16_t buffer_id) noexcept {
+  io_uring_buf_ring_add(buffer_ring_, buffers_ + std::size_t{buffer_id} * buffer_size, buffer_size, buffer_id,
+                        io_uring_buf_ring_mask(buffer_count_), 0);
+  io_uring_buf_ring_advance(buffer_ring_, 1);
+  ++buffers_free_;
+}
+
+void uring_reactor::on_source_completion(io_source& source, std::int32_t result, std::uint32_t flags,
+                                         completion_sink sink) noexcept {
+  ++multishot_completions_;
+  if (!source.released && source.state.load(std::memory_order_acquire) == io_source::life::released) {
+    release(source);  // let go by another thread, which only shut the socket down; freed below
+  }
+  bool was_cancelling = source.cancelling;
+  bool first = !std::exchange(source.completed_once, true);
+  if ((flags & IORING_CQE_F_MORE) == 0) {
+    source.armed = false;
+    source.cancelling = false;
+    --armed_;
+  }
+  bool quiet_cancel = result == -ECANCELED && (was_cancelling || source.released || draining_);
+  if (first && result == -EINVAL && !source.armed) {
+    multishot_ = false;  // the kernel has the buffer ring but not this multishot op (< 6.0)
+  } else if (source.kind == io_kind::recv) {
+    if ((flags & IORING_CQE_F_BUFFER) != 0) {
+      auto id = static_cast<std::uint16_t>(flags >> IORING_CQE_BUFFER_SHIFT);
+      --buffers_free_;
+      if (result > 0 && !source.released) {
+        source.queue.push_back({result, id, 0});
+      } else {
+        recycle(id);
+      }
+    } else if (result != -ENOBUFS && !quiet_cancel && !source.released) {
+      source.queue.push_back({result, 0, 0});  // EOF or an error: delivered after the data, once
+      source.ended = true;
+    }
+  } else if (result >= 0 && source.released) {
+    ::close(result);
+  } else if (!quiet_cancel && !source.released) {
+    source.queue.push_back({result, 0, 0});
+  }
+
+  if (source.released) {
+    if (!source.armed) {
+      unlink(source);
+      delete &source;
+    }
+    return;
+  }
+  if (source.waiter != nullptr) {
+    io_op& op = *source.waiter;
+    if (!source.queue.empty()) {
+      source.waiter = nullptr;
+      op.result = take(source, op);
+      --in_flight_;
+      sink(op);
+    } else if (!source.armed && !draining_) {  // ended with nothing for it: dry ring, or a cancel
+      if (source.kind == io_kind::recv && (source.ended || !multishot_ || !ring_has_room())) {
+        source.waiter = nullptr;
+        prep_single(op);  // stays counted in in_flight_; its own CQE finishes it
+      } else if (multishot_) {
+        arm(source);
+      } else {
+        source.waiter = nullptr;
+        prep_single(op);
+      }
+    }
+  }
+  if (source.kind == io_kind::accept && source.queue.size() >= accept_queue_bound) {
+    cancel_multishot(source);
+  }
+}
+
+bool uring_reactor::cancel_parked(io_op& op) noexcept {
+  if (op.source == nullptr || *op.source == nullptr || (*op.source)->waiter != &op) {
+    return false;
+  }
+  (*op.source)->waiter = nullptr;
+  op.result = -ECANCELED;
+  op.next = finished_here_;
+  finished_here_ = &op;
+  return true;
+}
+
+void uring_reactor::detach_all_parked() noexcept {
+  for (io_source* source = sources_; source != nullptr; source = source->next) {
+    if (source->waiter != nullptr) {
+      cancel_parked(*source->waiter);
+    }
+  }
+}
+
+void uring_reactor::drop_queued(io_source& source) noexcept {
+  for (io_source::entry& each : source.queue) {
+    if (source.kind == io_kind::recv && each.result > 0) {
+      recycle(each.buffer);
+    } else if (source.kind == io_kind::accept && each.result >= 0) {
+      ::close(each.result);
+    }
+  }
+  source.queue.clear();
+}
+
+void uring_reactor::unlink(io_source& source) noexcept {
+  (source.prev != nullptr ? source.prev->next : sources_) = source.next;
+  if (source.next != nullptr) {
+    source.next->prev = source.prev;
+  }
+  source.prev = nullptr;
+  source.next = nullptr;
+}
+
+void uring_reactor::release(io_source& source) noexcept {
+  source.released = true;
+  drop_queued(source);
+  if (source.armed) {
+    cancel_multishot(source);  // freed at its last CQE
+  } else {
+    unlink(source);
+    delete &source;
+  }
+}
+
+void release_io_source(io_source* source) noexcept {
+  if (current_io_slot != nullptr && current_io_slot == source->slot && source->owner != nullptr) {
+    source->owner->release(*source);  // on the owning thread, inside its loop
+    return;
+  }
+  // Elsewhere (or while the loop is not running): touch nothing of the reactor. Shutting the socket
+  // down ends an armed multishot, whose last CQE lets the reactor free the source; otherwise the
+  // reactor frees it when it is torn down. If that happened already (orphaned), it is ours to free.
+  ::shutdown(source->fd, SHUT_RDWR);
+  auto live = io_source::life::live;
+  if (source->state.compare_exchange_strong(live, io_source::life::released, std::memory_order_acq_rel)) {
+    return;
+  }
+  for (io_source::entry& each : source->queue) {
+    if (source->kind == io_kind::accept && each.result >= 0) {
+      ::close(each.result);
+    }
+  }
+  delete source;
+}
+
+}  // namespace corio::detail
