@@ -118,6 +118,8 @@ class timer_queue {
   /// How long until the earliest deadline (zero or negative if it passed), or nothing.
   std::optional<clock::duration> time_until_earliest() const noexcept;
   bool empty() const noexcept { return heap_.empty(); }
+  /// Entries in the heap, counting those cancelled from another thread and not yet dropped.
+  std::size_t size() const noexcept { return heap_.size(); }
 
  private:
   friend class timer;
