@@ -12,6 +12,8 @@ namespace corio::detail {
 thread_local constinit timer_queue* current_timers = nullptr;
 
 namespace {
+constexpr std::size_t in_list = static_cast<std::size_t>(-1);  // timer_entry::index of a listed entry
+
 std::int64_t nanoseconds_of(timer::clock::time_point t) noexcept {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
@@ -50,11 +52,46 @@ bool timer::disarm() noexcept {
 
 timer_entry& timer_queue::add(timer& holder) {
   timer_entry& e = allocate();
-  heap_.push_back({nanoseconds_of(holder.deadline_), &e});
+  e.deadline_ns = nanoseconds_of(holder.deadline_);
   e.holder = &holder;
   e.state.store(timer_entry::armed, std::memory_order_relaxed);  // published to a remote holder by its resumption
-  sift_up(heap_.size() - 1);
+  if (tail_ == nullptr || e.deadline_ns >= tail_->deadline_ns) {
+    append(e);
+  } else {
+    heap_.push_back({e.deadline_ns, &e});
+    sift_up(heap_.size() - 1);
+  }
   return e;
+}
+
+void timer_queue::append(timer_entry& e) noexcept {
+  e.index = in_list;
+  e.prev = tail_;
+  e.next = nullptr;
+  (tail_ != nullptr ? tail_->next : head_) = &e;
+  tail_ = &e;
+  ++listed_;
+}
+
+void timer_queue::unlink(timer_entry& e) noexcept {
+  (e.prev != nullptr ? e.prev->next : head_) = e.next;
+  (e.next != nullptr ? e.next->prev : tail_) = e.prev;
+  --listed_;
+}
+
+timer_entry* timer_queue::earliest() const noexcept {
+  if (heap_.empty()) {
+    return head_;
+  }
+  return head_ != nullptr && head_->deadline_ns < heap_.front().deadline_ns ? head_ : heap_.front().what;
+}
+
+void timer_queue::take(timer_entry& e) noexcept {
+  if (e.index == in_list) {
+    unlink(e);
+  } else {
+    pop_front();  // the earliest is the heap's top
+  }
 }
 
 timer_entry& timer_queue::allocate() {
@@ -90,6 +127,11 @@ void timer_queue::give_back(timer_entry& e) noexcept {
 }
 
 void timer_queue::remove(timer_entry& e) noexcept {
+  if (e.index == in_list) {
+    unlink(e);
+    recycle(e);
+    return;
+  }
   std::size_t index = e.index;
   slot last = heap_.back();
   heap_.pop_back();
@@ -114,17 +156,17 @@ void timer_queue::pop_front() noexcept {
 }
 
 std::size_t timer_queue::fire_due() noexcept {
-  if (heap_.empty()) {
+  if (empty()) {
     return 0;
   }
-  if (4 * remote_cancels_.load(std::memory_order_relaxed) > static_cast<std::int64_t>(heap_.size())) {
+  if (4 * remote_cancels_.load(std::memory_order_relaxed) > static_cast<std::int64_t>(size())) {
     compact();
   }
   std::int64_t now = nanoseconds_of(clock::now());
   std::size_t fired = 0;
-  while (!heap_.empty() && heap_.front().deadline_ns <= now) {
-    timer_entry& e = *heap_.front().what;
-    pop_front();
+  for (timer_entry* due = earliest(); due != nullptr && due->deadline_ns <= now; due = earliest()) {
+    timer_entry& e = *due;
+    take(e);
     std::uint8_t expected = timer_entry::armed;
     if (!e.state.compare_exchange_strong(expected, timer_entry::firing, std::memory_order_acq_rel)) {
       remote_cancels_.fetch_sub(1, std::memory_order_relaxed);
@@ -139,10 +181,19 @@ std::size_t timer_queue::fire_due() noexcept {
   return fired;
 }
 
-// Drops every entry cancelled from another thread and rebuilds the heap from the rest.
+// Drops every entry cancelled from another thread, from the list and the heap (rebuilt from the rest).
 void timer_queue::compact() noexcept {
   std::size_t kept = 0;
   std::int64_t dropped = 0;
+  for (timer_entry* e = head_; e != nullptr;) {
+    timer_entry* next = e->next;
+    if (e->state.load(std::memory_order_acquire) == timer_entry::cancelled) {
+      unlink(*e);
+      recycle(*e);
+      ++dropped;
+    }
+    e = next;
+  }
   for (slot s : heap_) {
     if (s.what->state.load(std::memory_order_acquire) == timer_entry::cancelled) {
       recycle(*s.what);
@@ -160,10 +211,11 @@ void timer_queue::compact() noexcept {
 }
 
 std::optional<timer_queue::clock::duration> timer_queue::time_until_earliest() const noexcept {
-  if (heap_.empty()) {
+  timer_entry* first = earliest();
+  if (first == nullptr) {
     return std::nullopt;
   }
-  return std::chrono::nanoseconds(heap_.front().deadline_ns - nanoseconds_of(clock::now()));
+  return std::chrono::nanoseconds(first->deadline_ns - nanoseconds_of(clock::now()));
 }
 
 void timer_queue::place(std::size_t index, slot s) noexcept {
