@@ -1,14 +1,16 @@
 // A TCP echo server: every chunk a client sends comes straight back, whole.
 //
-//   echo_server [--port 7777] [--threads 1] [--backend auto|io_uring|epoll]
-//   (--port 0: an ephemeral port, printed on the first line of output)
+//   echo_server [--port 7777] [--threads 1] [--backend auto|io_uring|epoll] [--read-timeout SECONDS]
+//   (--port 0: an ephemeral port, printed on the first line of output; --read-timeout: a connection
+//   idle for that long is closed, the deadline re-armed on every read; 0, the default, waits forever)
 //
 // Shows: tcp_listener / tcp_stream on a runtime, one SO_REUSEPORT listener and acceptor per worker,
-// TCP_NODELAY, error_code forms (a client's reset ends its connection quietly), and a graceful
-// shutdown on SIGINT/SIGTERM: stop accepting, give open connections up to 2 s, exit 0.
+// TCP_NODELAY, error_code forms (a client's reset ends its connection quietly), with_timeout around a
+// read, and a graceful shutdown on SIGINT/SIGTERM: stop accepting, give open connections up to 2 s, exit 0.
 #include <corio/net/tcp_listener.hpp>
 #include <corio/net/tcp_stream.hpp>
 #include <corio/runtime.hpp>
+#include <corio/time.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -23,6 +25,7 @@
 namespace {
 
 std::atomic<int> live_connections{0};
+std::chrono::milliseconds read_timeout{0};  // 0: none
 
 // The per-connection loop.
 corio::task<void> echo(corio::net::tcp_stream stream) {
@@ -30,7 +33,16 @@ corio::task<void> echo(corio::net::tcp_stream stream) {
   std::byte buffer[4096];
   std::error_code error;
   for (;;) {
-    std::size_t n = co_await stream.read_some(buffer, error);
+    std::size_t n = 0;
+    if (read_timeout.count() == 0) {
+      n = co_await stream.read_some(buffer, error);
+    } else {
+      try {
+        n = co_await corio::with_timeout(read_timeout, stream.read_some(buffer, error));
+      } catch (const corio::timed_out&) {
+        break;  // idle for too long: close the connection
+      }
+    }
     if (n == 0 || error) {
       break;  // the client closed (or reset) its side
     }
@@ -57,7 +69,8 @@ corio::task<void> accept_loop(corio::net::tcp_listener listener) {
 }
 
 [[noreturn]] void usage(const char* message) {
-  std::fprintf(stderr, "echo_server: %s\nusage: echo_server [--port N] [--threads N] [--backend auto|io_uring|epoll]\n",
+  std::fprintf(stderr, "echo_server: %s\nusage: echo_server [--port N] [--threads N] [--backend auto|io_uring|epoll] "
+               "[--read-timeout SECONDS]\n",
                message);
   std::exit(2);
 }
@@ -78,6 +91,8 @@ int main(int argc, char** argv) {
       port = static_cast<unsigned>(std::strtoul(value.data(), nullptr, 10));
     } else if (flag == "--threads") {
       threads = static_cast<unsigned>(std::strtoul(value.data(), nullptr, 10));
+    } else if (flag == "--read-timeout") {
+      read_timeout = std::chrono::milliseconds(static_cast<long>(std::strtod(value.data(), nullptr) * 1000));
     } else if (flag == "--backend") {
       backend = value == "io_uring" ? corio::io_backend::io_uring
                 : value == "epoll"  ? corio::io_backend::epoll
@@ -87,8 +102,8 @@ int main(int argc, char** argv) {
       usage("unknown flag");
     }
   }
-  if (port > 65535 || threads == 0) {
-    usage("bad --port or --threads");
+  if (port > 65535 || threads == 0 || read_timeout.count() < 0) {
+    usage("bad --port, --threads or --read-timeout");
   }
 
   // Signals are taken by sigwait on this thread; workers inherit the blocked mask.

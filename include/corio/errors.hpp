@@ -25,6 +25,12 @@ class cancelled {
   const char* what() const noexcept { return "corio: operation cancelled"; }
 };
 
+/// Thrown by with_timeout when the deadline passes before the operation completes.
+class timed_out : public std::runtime_error {
+ public:
+  timed_out() : std::runtime_error("corio: operation timed out") {}
+};
+
 /// Thrown by event_loop operations that require a loop which is still accepting work.
 class loop_stopped : public std::logic_error {
  public:

@@ -13,8 +13,8 @@
 //    this loop's before it is posted here; whichever executor is destroyed first destroys only what
 //    it owns, and a joiner elsewhere is woken with corio::cancelled. The registry is locked, so roots
 //    may arrive or finish from any thread.
-// Threads: post(), stop() and stopped() are thread-safe, as are the executor entry points awaitables
-//   use (waking a coroutine parked here, arming a timer). Everything else is for the loop's thread
+// Threads: post(), stop() and stopped() are thread-safe, as is the executor entry point awaitables
+//   use to wake a coroutine parked here. Timers are armed on the loop's thread only. Everything else is for the loop's thread
 //   (or any single thread before the first run()).
 // Scheduling: run() alternates a batch of up to 64 ready coroutines with a batch of up to 1024 posted
 //   functors, so neither can starve the other; when both are empty it parks on a
@@ -153,8 +153,6 @@ class event_loop final : private detail::executor {
   bool attach(detail::root_base& root) noexcept override;
   void report_unhandled(std::exception_ptr failure) noexcept override;
   std::shared_ptr<const detail::failure_sink> unhandled_sink() const noexcept override { return sink_; }
-  detail::timer_queue& timers() noexcept override { return timers_; }
-  void earliest_timer_changed() noexcept override { parker_->unpark_if_parked(); }
 
   friend struct detail::schedule_on_awaiter;
   friend void detail::complete_pending_hop() noexcept;
@@ -170,7 +168,7 @@ class event_loop final : private detail::executor {
   std::shared_ptr<detail::parker> parker_ = std::make_shared<detail::parker>();  // shared with producers
   detail::io_slot io_;  // the reactor, created on the first I/O; its wait backs *parker_
   detail::post_queue posts_;
-  detail::timer_queue timers_;
+  detail::timer_queue timers_;  // the loop's thread only (current_timers while it runs)
   detail::root_registry roots_;
   std::shared_ptr<detail::loop_errors> errors_;
   std::shared_ptr<const detail::failure_sink> sink_;

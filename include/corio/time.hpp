@@ -2,17 +2,17 @@
 // Timers for coroutines: sleep_for, sleep_until, with_timeout.
 //
 // Design note (sleep_awaiter). A sleeping coroutine can be woken by two events racing on different
-// threads: its timer firing (on whichever executor thread fires due timers) and its cancellation
-// (on whichever thread requests stop). One atomic state decides the winner:
-//   registering --fire--> fired_early      (await_suspend sees it and does not suspend)
-//   registering --stop--> cancelled_early  (likewise)
-//   registering --await_suspend done--> armed
-//   armed --fire--> fired       : the firing thread schedules the coroutine
-//   armed --stop--> cancelled   : the stopping thread disarms the timer, then schedules the coroutine
-// Only the transition out of `armed` schedules, so the coroutine is resumed exactly once, and never
-// while await_suspend is still touching the awaiter. Timer callbacks run under the timer queue's
-// mutex, so after a successful disarm() no callback is in flight; a stop callback that loses the race
-// is waited for by ~stop_callback before the frame can go. CAS operations are acq_rel.
+// threads: its timer firing (always on the thread that armed it, which owns the timer; see
+// detail/timer_queue.hpp) and its cancellation (on whichever thread requests stop). One atomic state
+// decides the winner:
+//   registering --stop--> settled   (await_suspend sees it, disarms and does not suspend)
+//   registering --await_suspend done--> waiting
+//   waiting --fire or stop--> settled : the winner schedules the coroutine
+// The timer cannot fire while registering: both run on the arming thread. Only the transition out of
+// `waiting` schedules, so the coroutine is resumed exactly once, and never while await_suspend is still
+// touching the awaiter. The resumed coroutine disarms its timer (giving back a fired entry, or
+// cancelling one the stop beat), and disarm() waits for a callback in flight; a stop callback that
+// loses the race is waited for by ~stop_callback before the frame can go. CAS operations are acq_rel.
 #include <atomic>
 #include <chrono>
 #include <coroutine>
@@ -28,31 +28,24 @@
 #include <corio/detail/promise_base.hpp>
 #include <corio/detail/timer_queue.hpp>
 #include <corio/errors.hpp>
+#include <corio/detail/timeout_awaiter.hpp>
 #include <corio/task.hpp>
-#include <corio/detail/join_child.hpp>
-#include <corio/when_any.hpp>
 
 namespace corio {
 
 /// The clock every corio deadline is measured on.
 using clock = std::chrono::steady_clock;
 
-/// Thrown by with_timeout when the deadline passes before the operation completes.
-class timed_out : public std::runtime_error {
- public:
-  timed_out() : std::runtime_error("corio: operation timed out") {}
-};
-
 namespace detail {
 
-class sleep_awaiter : private timer_queue::timer {
+class sleep_awaiter : private timer {
  public:
   explicit sleep_awaiter(clock::time_point deadline) noexcept : timer(deadline, &on_fire) {}
   sleep_awaiter(const sleep_awaiter&) = delete;
   sleep_awaiter& operator=(const sleep_awaiter&) = delete;
   ~sleep_awaiter() {
-    if (owner_ != nullptr && state_.load(std::memory_order_acquire) == armed) {
-      owner_->timers().disarm(*this);  // the frame is destroyed while asleep (shutdown)
+    if (armed()) {
+      disarm();  // the frame is destroyed while asleep (shutdown)
     }
   }
 
@@ -64,24 +57,26 @@ class sleep_awaiter : private timer_queue::timer {
     return suspend(self);
   }
 
-  void await_resume() const {
+  void await_resume() {
+    if (armed()) {
+      disarm();
+    }
     if (stop_ != nullptr && stop_->stop_requested()) {
       throw cancelled();
     }
   }
 
  private:
-  enum state : std::uint8_t { registering, armed, fired_early, cancelled_early, fired, cancelled_late };
+  enum state : std::uint8_t { registering, waiting, settled };
 
   struct on_stop {
     sleep_awaiter* self;
-    void operator()() const noexcept { self->cancel(); }
+    void operator()() const noexcept;
   };
 
   bool suspend(std::coroutine_handle<> self);
-  static void on_fire(timer_queue::timer& t) noexcept;
-  void cancel() noexcept;
-  bool settle(state early, state late) noexcept;
+  static void on_fire(timer& t) noexcept;
+  bool settle() noexcept;
 
   executor* owner_ = nullptr;
   std::coroutine_handle<> waiter_;
@@ -115,28 +110,29 @@ template <class Rep, class Period>
 }
 
 /// Awaits `operation`, but gives up after `duration`: the operation is cancelled (it sees
-/// corio::cancelled at its suspension point and is awaited until it stops) and corio::timed_out is
-/// thrown. If the operation finishes first, its result or exception is passed through. If it produced
-/// a value anyway, in the same instant as the deadline and too late to be cancelled, that value is
-/// returned rather than dropped, so wrapping a channel's recv (or anything that consumes) in
-/// with_timeout never loses what it took.
+/// corio::cancelled, or errc::operation_canceled in the error_code forms, at its suspension point and
+/// is awaited until it stops) and corio::timed_out is thrown. If the operation finishes first, its
+/// result or exception is passed through. If it produced a value anyway, in the same instant as the
+/// deadline and too late to be cancelled, that value is returned rather than dropped, so wrapping a
+/// channel's recv (or anything that consumes) in with_timeout never loses what it took. The deadline
+/// is a timer on the awaiting thread's loop or worker; it costs no frame and no lock, so re-arming it
+/// on every read is cheap. Await it from a corio::task; it is an awaitable, not a task (wrap it in
+/// one to spawn it). Cancelling the awaiting task cancels the operation as usual.
+///
+///     auto n = co_await corio::with_timeout(30s, stream.read_some(buffer));
+template <class Rep, class Period, class Awaitable>
+[[nodiscard]] detail::timeout_awaiter<std::remove_cvref_t<Awaitable>> with_timeout(
+    std::chrono::duration<Rep, Period> duration, Awaitable&& operation) {
+  return {clock::now() + std::chrono::duration_cast<clock::duration>(duration), std::forward<Awaitable>(operation)};
+}
+
+/// The same for a task, as a task (so that it can be spawned): the task runs under the deadline.
 ///
 ///     auto reply = co_await corio::with_timeout(1s, read_reply());
-template <class Rep, class Period, class Awaitable>
-task<detail::await_result_t<Awaitable>> with_timeout(std::chrono::duration<Rep, Period> duration, Awaitable operation) {
-  detail::race_cancellation cancellation(co_await detail::current_stop_token{});
-  detail::combinator_state join;
-  join.cancel_on_first = &cancellation.source();
-  auto op = detail::make_join_child(std::move(operation));
-  auto timer = detail::make_join_child(sleep_for(duration));
-  co_await detail::join_all_awaiter{join, 2, [&](const detail::promise_base* parent) {
-    op.start(join, 0, cancellation.token(), parent);
-    timer.start(join, 1, cancellation.token(), parent);
-  }};
-  if (join.first_done.load(std::memory_order_acquire) == 1 && op.result().error() != nullptr) {
-    throw timed_out();  // the deadline came first and the operation stopped without a value
-  }
-  co_return op.result().take();
+template <class Rep, class Period, class T>
+task<T> with_timeout(std::chrono::duration<Rep, Period> duration, task<T> operation) {
+  co_return co_await detail::timeout_awaiter<task<T>>(clock::now() + std::chrono::duration_cast<clock::duration>(duration),
+                                                      std::move(operation));
 }
 
 }  // namespace corio

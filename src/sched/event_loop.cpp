@@ -39,10 +39,12 @@ class event_loop::running_scope {
     }
     detail::current_loop = &loop;
     detail::current_executor = &loop;
+    detail::current_timers = &loop.timers_;
   }
   ~running_scope() {
     detail::current_loop = nullptr;
     detail::current_executor = nullptr;
+    detail::current_timers = nullptr;
   }
   running_scope(const running_scope&) = delete;
   running_scope& operator=(const running_scope&) = delete;

@@ -87,7 +87,7 @@ class idle_workers {
     return pop_sleeper(true);
   }
 
-  /// Picks any sleeper (timers, shutdown), without counting it as a searcher. -1 if none.
+  /// Picks any sleeper (shutdown), without counting it as a searcher. -1 if none.
   long pick_any_sleeper() {
     if (sleeping_.load(std::memory_order_seq_cst) == 0) {
       return -1;

@@ -153,14 +153,6 @@ void scheduler::notify_work() noexcept {
   }
 }
 
-void scheduler::earliest_timer_changed() noexcept {
-  // A sleeping worker may be parked with a later timeout: let one re-arm its wait.
-  long index = idle_.pick_any_sleeper();
-  if (index >= 0) {
-    workers_[static_cast<std::size_t>(index)]->unpark();
-  }
-}
-
 void scheduler::wake_all_sleepers() noexcept {
   for (long index = idle_.pick_any_sleeper(); index >= 0; index = idle_.pick_any_sleeper()) {
     workers_[static_cast<std::size_t>(index)]->unpark();

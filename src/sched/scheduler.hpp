@@ -1,6 +1,6 @@
 #pragma once
 // The multi-thread runtime's shared state: the executor every worker serves, the injection queue,
-// the idle-worker protocol, timers, the registry of live roots, and shutdown.
+// the idle-worker protocol, the registry of live roots, and shutdown.
 //
 // Design note.
 // Waking: schedule(h) from a worker of this runtime puts h in that worker's LIFO slot; from any other
@@ -36,7 +36,6 @@
 #include <corio/detail/blocking_pool.hpp>
 #include <corio/detail/executor.hpp>
 #include <corio/detail/root_registry.hpp>
-#include <corio/detail/timer_queue.hpp>
 #include <corio/io_backend.hpp>
 
 #include "idle.hpp"
@@ -64,8 +63,6 @@ class scheduler final : public executor {
   // executor
   void schedule(std::coroutine_handle<> handle) noexcept override;
   void schedule_batch(std::span<const std::coroutine_handle<>> handles) noexcept override;
-  timer_queue& timers() noexcept override { return timers_; }
-  void earliest_timer_changed() noexcept override;
   void yield_current(std::coroutine_handle<> handle) override;
   void adopt(root_base& root) override;
   void forget(root_base& root) noexcept override;
@@ -95,7 +92,6 @@ class scheduler final : public executor {
 
   inject_queue inject_;
   idle_workers idle_;
-  timer_queue timers_;
   blocking_pool blocking_;
   std::vector<std::unique_ptr<worker>> workers_;
   std::vector<std::thread> threads_;

@@ -5,7 +5,6 @@
 #include <optional>
 
 #include <corio/detail/coop_budget.hpp>
-#include <corio/detail/timer_queue.hpp>
 
 #include "scheduler.hpp"
 
@@ -30,6 +29,7 @@ worker::worker(scheduler& owner, std::size_t index, io_backend backend) noexcept
 void worker::run() {
   current_worker = this;
   current_executor = &owner_;
+  current_timers = &timers_;
   io_slot::scope io_scope(io_);
   io_.set_exclusive(owner_.worker_count() == 1);  // no stealing: a socket's multishot state may stay here
   for (;;) {
@@ -57,6 +57,7 @@ void worker::run() {
     stop_searching();
   }
   io_.shutdown();  // before the scheduler destroys frames, on this thread
+  current_timers = nullptr;
   current_executor = nullptr;
   current_worker = nullptr;
 }
@@ -183,12 +184,12 @@ void worker::stop_searching() {
   }
 }
 
-bool worker::fire_due_timers() { return owner_.timers().fire_due() != 0; }
+bool worker::fire_due_timers() { return timers_.fire_due() != 0; }
 
 void worker::park() {
   idle_workers& idle = owner_.idle();
   idle.begin_sleep(index_, std::exchange(searching_, false));
-  auto until_timer = owner_.timers().time_until_earliest();
+  auto until_timer = timers_.time_until_earliest();
   bool timer_due = until_timer && *until_timer <= timer_queue::clock::duration::zero();
   if (owner_.work_visible() || owner_.draining() || timer_due) {
     leave_sleep();

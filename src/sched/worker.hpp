@@ -12,7 +12,11 @@
 //   3. the local queue (FIFO);
 //   4. a batch from the injection queue;
 //   5. search: steal half of a random victim's queue, at most half the workers searching at once;
-//   6. park (idle.hpp), with a timeout at the earliest timer.
+//   6. park (idle.hpp), with a timeout at this worker's earliest timer.
+// Timers: each worker owns a timer_queue (detail/timer_queue.hpp) that only its thread touches; a
+//   timer armed by a task running here goes into it, and fires here (due timers are fired on every
+//   maintenance tick and whenever the queues run dry). A parked worker wakes by its own reactor or futex
+//   timeout when its earliest deadline passes, whatever the other workers do.
 // Invariants: only this worker's thread touches lifo_, the counters and push side of queue_. The LIFO
 //   slot is not stealable; waking into it therefore does not wake a sleeping worker.
 // I/O: the worker's reactor (io_slot.hpp) is its idle wait once the thread has done I/O; the worker
@@ -28,6 +32,7 @@
 
 #include <corio/detail/io_slot.hpp>
 #include <corio/detail/parker.hpp>
+#include <corio/detail/timer_queue.hpp>
 #include <corio/detail/ws_queue.hpp>
 
 namespace corio::detail {
@@ -79,6 +84,7 @@ class worker {
   ws_queue<queue_capacity> queue_;
   parker parker_;
   io_slot io_;  // this thread's reactor, created on its first I/O; its wait backs parker_
+  timer_queue timers_;  // this thread only
   std::coroutine_handle<> lifo_;
   unsigned lifo_streak_ = 0;
   std::uint64_t tick_ = 0;

@@ -97,11 +97,11 @@ void chan_waiter::on_stop::operator()() const noexcept {
   }
 }
 
-void chan_timer::on_fire(timer_queue::timer& t) noexcept {
+void chan_timer::on_fire(timer& t) noexcept {
   auto& self = static_cast<chan_timer&>(t);
   chan_waiter& waiter = *self.waiter_;
   if (waiter.claim(self.branch_) == chan_waiter::claim_result::claimed_parked) {
-    waiter.owner_->schedule(waiter.handle_);  // under the timer queue's mutex: disarm() waits for us
+    waiter.owner_->schedule(waiter.handle_);  // on the timer's thread: disarm() waits for us
   }
 }
 
@@ -182,9 +182,7 @@ void chan_waiter::arm_timer() {
   timer.branch_ = shape_.timeout_branch;
   try {
     timer_armed_ = true;
-    if (owner_->timers().arm(timer)) {
-      owner_->earliest_timer_changed();
-    }
+    timer.arm();
   } catch (...) {
     timer_armed_ = false;
     abandon();  // unregisters what is registered; nothing was won yet, or it is given back
@@ -217,7 +215,7 @@ std::uint32_t chan_waiter::finish() {
   stop_callback_.reset();  // waits for a stop callback in flight on another thread
   if (timer_armed_) {
     timer_armed_ = false;
-    owner_->timers().disarm(*shape_.timer);  // waits for a timer callback in flight
+    shape_.timer->disarm();  // waits for a timer callback in flight
   }
   std::uint32_t code = winner_code();
   if (linked_) {
@@ -252,7 +250,7 @@ void chan_waiter::abandon() noexcept {
   stop_callback_.reset();
   if (timer_armed_) {
     timer_armed_ = false;
-    owner_->timers().disarm(*shape_.timer);
+    shape_.timer->disarm();
   }
   claim_code(cancelled_code);  // from now on no waker touches our nodes
   if (linked_) {

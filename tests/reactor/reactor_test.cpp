@@ -294,6 +294,36 @@ TYPED_TEST(reactor, with_timeout_gives_up_on_a_read_and_on_an_accept) {
   });
 }
 
+// The deadline cancels the read in the kernel: the bytes sent afterwards go to the next read, none is
+// lost to the timed-out one. The error_code form reports operation_canceled instead of throwing. On a
+// runtime the timer lives on the worker that ran the read.
+corio::task<void> timed_out_reads_cancel_the_read(tcp_listener& listener) {
+  auto client = co_await tcp_stream::connect(listener.local_endpoint());
+  tcp_stream server = co_await corio::with_timeout(1s, listener.accept());
+  std::byte buffer[8];
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_THROW(co_await corio::with_timeout(5ms, server.read_some(buffer)), corio::timed_out);
+    std::error_code error;
+    EXPECT_EQ(co_await corio::with_timeout(5ms, server.read_some(buffer, error)), 0u);
+    EXPECT_EQ(error, std::errc::operation_canceled);
+  }
+  co_await client.write_all(bytes("abc"));
+  EXPECT_EQ(co_await corio::with_timeout(1s, server.read_some(buffer)), 3u);
+  EXPECT_EQ(static_cast<char>(buffer[0]), 'a');
+}
+
+TYPED_TEST(reactor, with_timeout_around_a_read_cancels_it_on_a_loop_and_on_a_runtime) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
+    co_await timed_out_reads_cancel_the_read(listener);
+  });
+  corio::runtime rt(runtime_options(TestFixture::backend));
+  rt.block_on([]() -> corio::task<void> {
+    auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
+    co_await timed_out_reads_cancel_the_read(listener);
+  }());
+}
+
 // Uncancellable roots (event_loop::spawn) suspended in accept, read and connect when the loop is
 // destroyed: the loop cancels and reaps them in the kernel first, then frees the frames (LSan and
 // ASan check nothing leaks and the kernel writes into no freed frame).

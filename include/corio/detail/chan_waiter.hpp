@@ -39,7 +39,7 @@
 //  - a waker claims under the channel's lock and, if it found `armed`, marks the coroutine `in_hand_`
 //    under that lock and clears it after scheduling (release), exactly as in wait_list.hpp; the
 //    resumed coroutine (or its destructor) waits (acquire) for that before its frame may go. The stop
-//    callback and the timer schedule directly: ~stop_callback and timer_queue::disarm wait for them;
+//    callback and the timer schedule directly: ~stop_callback and timer::disarm wait for them;
 //  - after resuming, the coroutine unlocks nothing it did not lock, reads its winner's node only
 //    after synchronising with the claimer (the claimer's schedule released it; or, if the claim came
 //    while it was still registering, it takes that channel's lock), and unlinks its other nodes under
@@ -160,13 +160,13 @@ class node_list {
 };
 
 /// The timer of a select's timeout branch; lives in the select's awaiter.
-class chan_timer : public timer_queue::timer {
+class chan_timer : public timer {
  public:
-  explicit chan_timer(timer_queue::clock::time_point deadline) noexcept : timer(deadline, &on_fire) {}
+  explicit chan_timer(timer::clock::time_point deadline) noexcept : timer(deadline, &on_fire) {}
 
  private:
   friend class chan_waiter;
-  static void on_fire(timer_queue::timer& t) noexcept;
+  static void on_fire(timer& t) noexcept;
   chan_waiter* waiter_ = nullptr;
   std::uint32_t branch_ = 0;
 };

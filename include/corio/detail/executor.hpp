@@ -5,7 +5,8 @@
 // workers share one executor identity, since tasks migrate between them). An awaitable that parks a
 // coroutine records `current_executor` at suspension; whoever completes the wait later, on any thread,
 // calls `schedule` on that executor. Nothing else resumes a parked coroutine.
-// Threads: schedule() and timers() are thread-safe. `current_executor` is per thread.
+// Threads: schedule() is thread-safe. `current_executor` is per thread. Timers are not the executor's
+// business: each loop and worker thread owns its own (detail/timer_queue.hpp, current_timers).
 #include <coroutine>
 #include <exception>
 #include <functional>
@@ -14,7 +15,6 @@
 
 namespace corio::detail {
 
-class timer_queue;
 struct root_base;
 
 /// Where an exception goes that escaped a task nobody will join.
@@ -36,13 +36,6 @@ class executor {
       schedule(handle);
     }
   }
-
-  /// Thread-safe. The timers this executor fires.
-  virtual timer_queue& timers() noexcept = 0;
-
-  /// Thread-safe. Called after a timer was armed that is now the earliest, so that a thread parked
-  /// with a later timeout re-arms its wait.
-  virtual void earliest_timer_changed() noexcept = 0;
 
   /// Executor thread only: requeues the running coroutine behind everything already runnable.
   virtual void yield_current(std::coroutine_handle<> handle) = 0;

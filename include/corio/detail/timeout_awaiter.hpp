@@ -1,0 +1,176 @@
+#pragma once
+// with_timeout without a coroutine of its own: one awaiter that wraps the operand's awaiter, arms a
+// timer on the awaiting thread, and cancels the operand through the stop token when it fires.
+//
+// Design note.
+// Purpose: `co_await with_timeout(30s, stream.read_some(buf))` on every read of every connection must
+//   cost little more than the read: no frame for the race, no frame for a sleep, no exception for the
+//   sleep that lost, no lock. The common case (the operand wins) is one heap push and one heap removal
+//   on the thread's own timer_queue plus a stop callback registration.
+// How the operand sees the deadline: every corio awaitable takes its cancellation token from the
+//   awaiting coroutine's promise (promise_base::stop_) in its await_suspend. For the duration of the
+//   await, the awaiter points that promise at its own token, requested by the timer's callback and by
+//   the awaiting task's own token (a forwarding stop_callback); await_resume points it back. Nothing
+//   else reads a suspended coroutine's promise token, and a task operand started from here inherits
+//   the awaiter's token for its chain, which finishes before await_resume.
+// Sequence:
+//   await_ready: builds the operand's awaiter (in place); ready at once: no timer, no token.
+//   await_suspend: forward the outer token, arm the timer, swap the token, the operand's await_suspend.
+//     Once that returned "suspended", another thread may resume us: touch nothing. If it throws, undo.
+//   timer fires (owning thread): request stop on the awaiter's source; the operand's stop callback
+//     cancels it (io_uring ASYNC_CANCEL, epoll unlink, a channel waiter's claim...), and it completes.
+//   await_resume (the thread that resumed us): swap the token back, disarm (waits for a callback in
+//     flight), drop the forwarding callback (waits likewise), then the operand's await_resume. If the
+//     deadline fired and the outer task was not cancelled, an exception from the operand (its
+//     corio::cancelled) becomes corio::timed_out; a value it produced is returned (never dropped).
+// A frame destroyed while suspended here (shutdown): the destructor disarms (waiting for a callback in
+//   flight), then the operand's awaiter, the forwarding callback and the source go, in that order.
+// Memory order: the stop source and the timer entry carry their own (std::stop_source is thread-safe;
+//   timer_queue.hpp); what the operand's completion wrote reaches us through its executor's schedule.
+// Rejected: when_any of the operand and a sleep (the old with_timeout: three frames, and the losing
+//   sleep completed by throwing corio::cancelled, ~14k instructions of unwinding per read).
+#include <coroutine>
+#include <optional>
+#include <stop_token>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <corio/detail/awaitable_traits.hpp>
+#include <corio/detail/promise_base.hpp>
+#include <corio/detail/timer_queue.hpp>
+#include <corio/errors.hpp>
+
+namespace corio::detail {
+
+/// A few stop sources this thread's with_timeout awaits used and never requested, kept for the next
+/// ones: a std::stop_source allocates its state, and the common await (the operand wins) leaves it as
+/// new. A source is given back only after every callback on it and every token of it is gone.
+class stop_source_cache {
+ public:
+  static std::stop_source take() {
+    std::vector<std::stop_source>& cache = mine();
+    if (cache.empty()) {
+      return std::stop_source();
+    }
+    std::stop_source source = std::move(cache.back());
+    cache.pop_back();
+    return source;
+  }
+  static void give_back(std::stop_source& source) noexcept {
+    std::vector<std::stop_source>& cache = mine();
+    if (source.stop_possible() && !source.stop_requested() && cache.size() < cache.capacity()) {
+      cache.push_back(std::move(source));
+    }
+  }
+
+ private:
+  static std::vector<std::stop_source>& mine() {
+    thread_local std::vector<std::stop_source> cache = [] {
+      std::vector<std::stop_source> sources;
+      sources.reserve(16);
+      return sources;
+    }();
+    return cache;
+  }
+};
+
+template <class Awaitable>
+class timeout_awaiter : private timer {
+ public:
+  template <class Operand>
+  timeout_awaiter(timer::clock::time_point deadline, Operand&& operand)
+      : timer(deadline, &on_fire), operand_(std::forward<Operand>(operand)) {}
+  /// Only before it is awaited (when_any and spawn take awaitables by value).
+  timeout_awaiter(timeout_awaiter&& other) noexcept(std::is_nothrow_move_constructible_v<Awaitable>)
+      : timer(other.deadline(), &on_fire), operand_(std::move(other.operand_)) {}
+  timeout_awaiter& operator=(timeout_awaiter&&) = delete;
+  ~timeout_awaiter() {
+    if (armed()) {
+      disarm();  // the frame is destroyed while suspended (shutdown): wait for a callback in flight
+    }
+  }
+
+  bool await_ready() {
+    inner_.emplace(std::move(operand_));
+    return inner_->awaiter.await_ready();
+  }
+
+  template <class Promise>
+  decltype(auto) await_suspend(std::coroutine_handle<Promise> self) {
+    static_assert(std::is_base_of_v<promise_base, Promise>, "corio::with_timeout: await it from a corio::task");
+    promise_base& chain = self.promise();
+    chain_ = &chain;
+    outer_ = chain.stop_;
+    source_.source = stop_source_cache::take();
+    token_ = source_.source.get_token();
+    if (outer_ != nullptr && outer_->stop_possible()) {
+      forward_.emplace(*outer_, request_stop_of{&source_.source});
+    }
+    try {
+      arm();
+      chain.stop_ = &token_;
+      return inner_->awaiter.await_suspend(self);
+    } catch (...) {
+      undo();
+      throw;
+    }
+  }
+
+  await_result_t<Awaitable> await_resume() {
+    if (chain_ == nullptr) {
+      return inner_->awaiter.await_resume();  // was ready at once
+    }
+    bool deadline_passed = !undo();
+    if (!deadline_passed || (outer_ != nullptr && outer_->stop_requested())) {
+      return inner_->awaiter.await_resume();
+    }
+    try {
+      return inner_->awaiter.await_resume();
+    } catch (...) {
+      throw timed_out();  // the deadline came first and the operation stopped without a value
+    }
+  }
+
+ private:
+  struct request_stop_of {
+    std::stop_source* source;
+    void operator()() const noexcept { source->request_stop(); }
+  };
+  // The operand's awaiter, built in place (it may be neither copyable nor movable).
+  struct inner {
+    awaiter_t<Awaitable> awaiter;
+    explicit inner(Awaitable&& operand) : awaiter(get_awaiter(std::move(operand))) {}
+  };
+
+  // Destroyed last: by then nothing refers to the source (see stop_source_cache).
+  struct cached_source {
+    std::stop_source source{std::nostopstate};
+    cached_source() = default;
+    cached_source(const cached_source&) = delete;
+    cached_source& operator=(const cached_source&) = delete;
+    ~cached_source() { stop_source_cache::give_back(source); }
+  };
+
+  static void on_fire(timer& t) noexcept { static_cast<timeout_awaiter&>(t).source_.source.request_stop(); }
+
+  // Points the chain back at its own token, disarms and drops the forwarding. Returns what disarm()
+  // returned (false: the deadline fired).
+  bool undo() noexcept {
+    chain_->stop_ = outer_;
+    chain_ = nullptr;
+    bool disarmed = !armed() || disarm();
+    forward_.reset();
+    return disarmed;
+  }
+
+  cached_source source_;
+  promise_base* chain_ = nullptr;
+  const std::stop_token* outer_ = nullptr;
+  std::stop_token token_;
+  std::optional<std::stop_callback<request_stop_of>> forward_;
+  Awaitable operand_;
+  std::optional<inner> inner_;
+};
+
+}  // namespace corio::detail
