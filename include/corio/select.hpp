@@ -217,7 +217,8 @@ template <class Rep, class Period>
 /// value stays with the caller). Among branches ready at once, the winner is chosen at random.
 /// Resumes on the executor it suspended on. If the task is cancelled while it waits, throws
 /// corio::cancelled (a value a recv branch had just won goes back to its channel; a send that had
-/// already delivered reports its success instead). A select with no branches does not compile.
+/// already delivered, or a recv that won a value from a channel closed since, reports its success
+/// instead, and the next cancellation point throws). A select with no branches does not compile.
 ///
 ///     auto r = co_await corio::select(jobs.recv(), results.send(std::move(done)), corio::after(100ms));
 ///     switch (r.index()) {

@@ -38,13 +38,13 @@ void chan_op::finish_after_suspension() {
   if (stop_ == nullptr || !stop_->stop_requested()) {
     return;
   }
-  if (node_.ok_ && node_.ops_->give_back != nullptr) {
-    node_.ops_->give_back(node_);  // a received value goes back to the channel, not to waste
-    throw cancelled();
-  }
   if (!node_.ok_) {
-    throw cancelled();  // closed: nothing to keep; a delivered send stands
+    throw cancelled();  // closed: nothing to keep
   }
+  if (node_.ops_->give_back != nullptr && node_.ops_->give_back(node_)) {
+    throw cancelled();  // the received value went back to the channel, not to waste
+  }
+  // A delivered send stands; so does a value received from a channel closed since (give_back).
 }
 
 void chan_op::cancel() noexcept {

@@ -236,11 +236,11 @@ std::uint32_t chan_waiter::finish() {
     if (node == nullptr || !node->ok_) {
       throw cancelled();  // the timer, the default branch, or a closed channel: nothing to keep
     }
-    if (node->ops_->give_back != nullptr) {
-      node->ops_->give_back(*node);  // a received value goes back to the channel, not to waste
-      throw cancelled();
+    if (node->ops_->give_back != nullptr && node->ops_->give_back(*node)) {
+      throw cancelled();  // the received value went back to the channel, not to waste
     }
-    // A delivered send stands: it cannot be taken back. The next suspension point sees the stop.
+    // A delivered send stands: it cannot be taken back; nor can a value received from a channel
+    // closed since. The next suspension point sees the stop.
   }
   return winner;
 }

@@ -44,9 +44,9 @@ struct loop_pool {
   std::vector<std::unique_ptr<loop_thread>> loops;
 };
 
-// One round of `tasks` workers spread over `loops`; every other one gets a stop source, which this
-// (plain) thread requests at a random moment while they run, so cancellations land on parked,
-// granted-but-not-yet-resumed and running waiters alike.
+// One round of `tasks` workers spread over `loops`; every other one gets a stop source (and is told
+// so: make_worker(latch, cancellable)), which this (plain) thread requests at a random moment while
+// they run, so cancellations land on parked, granted-but-not-yet-resumed and running waiters alike.
 template <class MakeWorker>
 void run_round_with_cancels(loop_pool& loops, int tasks, std::minstd_rand& random, MakeWorker make_worker) {
   corio::latch finished(tasks);
@@ -56,7 +56,7 @@ void run_round_with_cancels(loop_pool& loops, int tasks, std::minstd_rand& rando
     tokens.push_back(stop.get_token());
   }
   for (std::size_t t = 0; t < stops.size(); ++t) {
-    loops[t].spawn(t % 2 == 0 ? cancellable_by(tokens[t], make_worker(finished)) : make_worker(finished));
+    loops[t].spawn(t % 2 == 0 ? cancellable_by(tokens[t], make_worker(finished, true)) : make_worker(finished, false));
   }
   for (std::size_t t = 0; t < stops.size(); t += 2) {
     std::this_thread::sleep_for(std::chrono::microseconds(random() % 400));
@@ -73,9 +73,10 @@ TEST(sync_stress, mutex_counter_is_exact_with_four_loops_and_cross_thread_cancel
   long counter = 0;  // not atomic: the mutex is the only protection
   std::atomic<long> increments{0};
   std::atomic<int> cancellations{0};
-  auto worker = [&](corio::latch& finished) -> corio::task<void> {
+  // A cancellable worker goes on until its cancel arrives, so every round has cancels to race.
+  auto worker = [&](corio::latch& finished, bool cancellable) -> corio::task<void> {
     try {
-      for (int i = 0; i < iterations; ++i) {
+      for (int i = 0; cancellable || i < iterations; ++i) {
         auto guard = co_await mutex.lock();
         long seen = counter;
         if (i % 4 == 0) {
@@ -112,7 +113,7 @@ TEST(sync_stress, semaphore_conserves_permits_under_grant_and_cancel_races) {
   std::atomic<int> holders{0};
   std::atomic<int> over_limit{0};
   std::atomic<long> acquired{0};
-  auto worker = [&](corio::latch& finished) -> corio::task<void> {
+  auto worker = [&](corio::latch& finished, bool) -> corio::task<void> {
     for (int i = 0; i < iterations; ++i) {
       try {
         co_await sem.acquire();

@@ -3,6 +3,7 @@
 #include <corio/event_loop.hpp>
 #include <corio/join_handle.hpp>
 #include <corio/runtime.hpp>
+#include <corio/select.hpp>
 #include <corio/sync_wait.hpp>
 #include <corio/task.hpp>
 #include <corio/yield.hpp>
@@ -281,6 +282,49 @@ TEST(channel, value_handed_to_a_cancelled_receiver_with_no_other_receiver_goes_b
   EXPECT_EQ(rx.size(), 2u);  // 1 came back in front of 2, beyond the capacity of 1
   EXPECT_EQ(rx.try_recv().value, 1);
   EXPECT_EQ(rx.try_recv().value, 2);
+}
+
+// Once a receiver has seen the channel closed and drained, no value may appear in it again: a value
+// won by a receiver cancelled after the close stays with that receiver.
+TEST(channel, a_cancelled_receiver_keeps_a_value_it_won_if_the_channel_closed_meanwhile) {
+  auto [tx, rx] = corio::channel<int>(1);
+  corio::event_loop loop;
+  std::stop_source stop;
+  std::stop_token token = stop.get_token();
+  std::optional<int> got;
+  loop.spawn(cancellable_by(token, [](corio::receiver<int> rx, std::optional<int>& got) -> corio::task<void> {
+    got = co_await rx.recv();
+  }(rx, got)));
+  loop.run_until_idle();
+  EXPECT_EQ(tx.try_send(5), corio::channel_status::ok);  // handed to the parked receiver
+  tx.close();
+  EXPECT_EQ(rx.try_recv().status, corio::channel_status::closed);  // another receiver sees the end
+  stop.request_stop();
+  loop.run_until_idle();
+  EXPECT_EQ(got, 5);
+  EXPECT_EQ(rx.try_recv().status, corio::channel_status::closed);  // and nothing ever appears after it
+}
+
+TEST(channel, a_cancelled_select_keeps_a_value_it_won_if_the_channel_closed_meanwhile) {
+  auto [tx, rx] = corio::channel<int>(1);
+  auto [other_tx, other_rx] = corio::channel<int>(1);
+  corio::event_loop loop;
+  std::stop_source stop;
+  std::stop_token token = stop.get_token();
+  std::optional<int> got;
+  loop.spawn(cancellable_by(token, [](corio::receiver<int> rx, corio::receiver<int> other,
+                                      std::optional<int>& got) -> corio::task<void> {
+    auto r = co_await corio::select(rx.recv(), other.recv());
+    got = r.index() == 0 ? std::get<0>(r) : std::get<1>(r);
+  }(rx, other_rx, got)));
+  loop.run_until_idle();
+  EXPECT_EQ(tx.try_send(5), corio::channel_status::ok);
+  tx.close();
+  EXPECT_EQ(rx.try_recv().status, corio::channel_status::closed);
+  stop.request_stop();
+  loop.run_until_idle();
+  EXPECT_EQ(got, 5);
+  EXPECT_EQ(rx.try_recv().status, corio::channel_status::closed);
 }
 
 TEST(channel, cancelled_sender_throws_cancelled_and_keeps_its_value) {

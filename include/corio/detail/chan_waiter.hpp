@@ -47,6 +47,8 @@
 // Outcome, decided when the coroutine resumes: if its task's stop was requested by then,
 //   - a recv branch that won a value gives it back to the channel: to the oldest parked receiver, or
 //     to the front of the buffer (channel_state.hpp), then throws corio::cancelled: never dropped;
+//     if the channel is closed by then, the branch keeps its value and wins (a receiver may already
+//     have seen the channel closed and drained); the next suspension point sees the stop;
 //   - a send branch that delivered reports success: a delivered value (rendezvous or buffered) cannot
 //     be taken back; cancellation is seen at the next suspension point;
 //   - anything else (a closed branch, the timer, default, or the stop callback itself) throws
@@ -58,7 +60,8 @@
 //   2. claim the decision for `cancelled_code`, so no waker will touch a node from now on;
 //   3. unlink every node under its channel's lock (which also orders us after any claimer);
 //   4. wait until no waker holds the coroutine (`in_hand_` clear);
-//   5. if a recv branch had won a value, give it back as above. The channels must outlive the frame
+//   5. if a recv branch had won a value, give it back as above (on a closed channel it is destroyed
+//      with the frame, as a buffered value is with the channel). The channels must outlive the frame
 //      (the handle it awaited on holds them).
 // Threads: claim() on any thread; everything else on the coroutine's own thread.
 // Memory order: claim is an acq_rel CAS and arm an acq_rel fetch_or on the decision word; the value
@@ -101,8 +104,9 @@ struct chan_branch_ops {
   void (*link)(chan_node& node) noexcept;
   /// Lock held. Removes the node if it is linked.
   void (*unlink)(chan_node& node) noexcept;
-  /// Lock not held; null for sends. The node won a value it will not consume: hand it back.
-  void (*give_back)(chan_node& node) noexcept;
+  /// Lock not held; null for sends. The node won a value it will not consume: hand it back. False
+  /// if the channel is closed: the node keeps the value (channel_state::give_back says why).
+  bool (*give_back)(chan_node& node) noexcept;
 };
 
 /// One branch of a parked coroutine, on one channel's list. Lives in the awaiter (the frame).

@@ -171,16 +171,23 @@ class channel_state {
   std::size_t capacity() const noexcept { return capacity_; }
 
   /// A value a receiver won but will not consume: to the oldest parked receiver, else to the front.
-  /// Growing the buffer here can only fail when memory is exhausted, which terminates.
-  void give_back(T&& value) noexcept {
+  /// Refused (false, `value` untouched) once the channel is closed: another receiver may already have
+  /// seen it closed and drained and gone, and nothing may appear after that; the receiver that won
+  /// the value keeps it. Growing the buffer here can only fail when memory is exhausted, which
+  /// terminates.
+  bool give_back(T& value) noexcept {
     wake_batch woken;
     std::lock_guard guard(lock_);
+    if (closed_) {
+      return false;
+    }
     if (chan_node* receiver = parked_receivers_.claim_first(woken)) {
       slot_of(*receiver).emplace(std::move(value));
       receiver->ok_ = true;
-      return;
+      return true;
     }
     buffer_.push_front(std::move(value));
+    return true;
   }
 
  private:
@@ -268,11 +275,14 @@ class channel_state {
   static void link_send(chan_node& node) noexcept { of(node).parked_senders_.push_back(node); }
   static void unlink_recv(chan_node& node) noexcept { of(node).parked_receivers_.remove_if_linked(node); }
   static void unlink_send(chan_node& node) noexcept { of(node).parked_senders_.remove_if_linked(node); }
-  static void give_back_recv(chan_node& node) noexcept {
+  static bool give_back_recv(chan_node& node) noexcept {
     std::optional<T>& slot = slot_of(node);
-    of(node).give_back(std::move(*slot));
+    if (!of(node).give_back(*slot)) {
+      return false;
+    }
     slot.reset();
     node.ok_ = false;
+    return true;
   }
 
   spin_lock lock_;
