@@ -8,6 +8,8 @@
 //   wait costs no epoll_ctl; an event retries the waiting ops of that direction in FIFO order until
 //   one gets EAGAIN again. Edge-triggered is enough because an op only waits after its own syscall
 //   saw EAGAIN, and every later arrival of data (or of send-buffer room) is a new edge.
+//   A whole transfer (write_all) repeats its send while it makes progress (attempt_whole) and waits
+//   for writability only when the send buffer is full.
 // The fd table: `fds_` is indexed by descriptor number, so an event finds its ops without hashing.
 //   A descriptor number is reused after close(), and the kernel drops a closed file from every epoll
 //   set by itself, so a stale "registered" flag would leave the next socket with that number
@@ -131,6 +133,16 @@ int attempt(io_op& op) noexcept {
   }
 }
 
+// attempt(), repeated while a whole transfer (write_all, io_op.hpp) makes progress: its op waits
+// only when the socket's send buffer is full, and is finished once everything is sent.
+int attempt_whole(io_op& op) noexcept {
+  int result = attempt(op);
+  while (op.advance_whole(result)) {
+    result = attempt(op);
+  }
+  return result;
+}
+
 struct op_list {
   io_op* head = nullptr;
   io_op* tail = nullptr;
@@ -199,7 +211,7 @@ class epoll_reactor final : public reactor {
   }
 
   bool submit(io_op& op) noexcept override {
-    int result = attempt(op);
+    int result = attempt_whole(op);
     if (result != -EAGAIN) {
       op.result = result;
       return true;
@@ -312,7 +324,7 @@ class epoll_reactor final : public reactor {
 
   void retry(op_list& waiting) noexcept {
     while (io_op* op = waiting.head) {
-      int result = attempt(*op);
+      int result = attempt_whole(*op);
       if (result == -EAGAIN) {
         return;
       }

@@ -59,6 +59,10 @@ std::uint64_t io_slot::multishot_completions() const noexcept {
   return reactor_ != nullptr ? reactor_->multishot_completions() : 0;
 }
 
+std::size_t io_slot::registered_files() const noexcept {
+  return reactor_ != nullptr ? reactor_->registered_files() : 0;
+}
+
 void io_slot::request_cancel(io_op& op) noexcept {
   io_state expected = io_state::in_flight;
   if (!op.state.compare_exchange_strong(expected, io_state::cancel_requested, std::memory_order_acq_rel)) {
@@ -169,8 +173,8 @@ bool io_awaiter::start(std::coroutine_handle<> self, const std::stop_token* stop
 bool io_awaiter::check() {
   stop_callback_.reset();  // waits for a callback running on another thread
   if (op_.result >= 0) {
-    if (error_ != nullptr) {
-      error_->clear();
+    if (error_ != nullptr && *error_) {
+      error_->clear();  // only when set: clear() is an out-of-line call into the standard library
     }
     return true;
   }

@@ -60,6 +60,8 @@ class reactor {
 
   /// Completions of multishot operations taken so far (io_uring's sockets with an io_source).
   virtual std::uint64_t multishot_completions() const noexcept { return 0; }
+  /// Sockets in the reactor's registered file table now (io_uring); for tests.
+  virtual std::size_t registered_files() const noexcept { return 0; }
 };
 
 /// Creates a reactor on the calling thread (it becomes the owning thread). `requested` automatic

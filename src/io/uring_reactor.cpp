@@ -14,6 +14,7 @@
 // Wake-up: an eventfd with one IORING_OP_READ always armed on it (re-armed after each completion);
 //   wake() writes the eventfd, which completes the read and ends the wait. MSG_RING would need the
 //   waker to own a ring; foreign threads do not.
+// Whole transfers (write_all, io_op.hpp): a short send's CQE re-issues the op for the rest here.
 // Cancellation: cancel() queues IORING_OP_ASYNC_CANCEL for the op's address; the op then completes
 //   with -ECANCELED (or with its real result if it won the race) and the buffer it names stays valid
 //   because its frame stays suspended until that completion is reported.
@@ -94,7 +95,7 @@ uring_reactor::~uring_reactor() {
 }
 
 bool uring_reactor::submit(io_op& op) noexcept {
-  if (op.source != nullptr && multishot_ && (op.kind == io_kind::accept || op.length != 0)) {
+  if (op.source != nullptr && multishot_ && op.kind != io_kind::send && (op.kind == io_kind::accept || op.length != 0)) {
     return submit_with_source(op);
   }
   prep_single(op);
@@ -124,6 +125,9 @@ void uring_reactor::prep_single(io_op& op) noexcept {
     case io_kind::sendmsg:
       io_uring_prep_sendmsg(sqe, op.fd, static_cast<const msghdr*>(op.buffer), MSG_NOSIGNAL);
       break;
+  }
+  if (op.source != nullptr) {
+    use_fixed_file(sqe, *op.source);
   }
   io_uring_sqe_set_data64(sqe, reinterpret_cast<std::uintptr_t>(&op));
 }
@@ -221,6 +225,10 @@ void uring_reactor::report_completions(completion_sink sink) noexcept {
       continue;
     }
     auto* op = reinterpret_cast<io_op*>(static_cast<std::uintptr_t>(tag));
+    if (op->advance_whole(cqe->res) && !draining_ && op->state.load(std::memory_order_acquire) == io_state::in_flight) {
+      prep_single(*op);  // a short send of a whole transfer: the rest goes out without resuming the task
+      continue;
+    }
     op->result = cqe->res;
     --in_flight_;
     sink(*op);

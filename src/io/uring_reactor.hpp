@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "io/reactor.hpp"
 
@@ -26,6 +27,7 @@ class uring_reactor final : public reactor {
   void cancel_all_and_reap(completion_sink sink) noexcept override;
   io_backend kind() const noexcept override { return io_backend::io_uring; }
   std::uint64_t multishot_completions() const noexcept override { return multishot_completions_; }
+  std::size_t registered_files() const noexcept override { return fixed_next_ - fixed_free_.size(); }
 
   /// uring_source.cpp: the socket let go of `source` (io_source.hpp); owning thread.
   void release(io_source& source) noexcept;
@@ -51,6 +53,10 @@ class uring_reactor final : public reactor {
   void unlink(io_source& source) noexcept;
   void detach_all_parked() noexcept;
   bool ring_has_room() const noexcept;
+  void setup_fixed_files() noexcept;
+  int register_fixed(int fd) noexcept;
+  void unregister_fixed(io_source& source) noexcept;
+  void use_fixed_file(io_uring_sqe* sqe, const io_source* source) const noexcept;
 
   io_uring ring_{};
   int wake_fd_ = -1;
@@ -69,6 +75,12 @@ class uring_reactor final : public reactor {
   std::size_t armed_ = 0;                 // sources whose multishot the kernel holds
   io_op* finished_here_ = nullptr;        // parked ops finished without a CQE (cancelled), linked by next
   std::uint64_t multishot_completions_ = 0;
+
+  // Registered files (uring_source.cpp): streams with a source send and receive through a slot of a
+  // sparse table instead of their descriptor (no file look-up and reference count per request).
+  unsigned fixed_capacity_ = 0;          // 0: no table (the kernel refused it)
+  unsigned fixed_next_ = 0;              // slots below this were handed out once
+  std::vector<unsigned> fixed_free_;     // handed out and given back
 };
 
 }  // namespace corio::detail

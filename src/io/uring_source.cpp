@@ -39,6 +39,7 @@
 //   a fixed buffer per connection (memory grows with connections; the shared ring grows with traffic
 //   in flight); copying buffered data into a per-stream heap queue (an allocation per read).
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -78,6 +79,7 @@ struct io_source {
   bool released = false;    // the socket let go
   bool ended = false;       // recv: EOF or an error arrived; reads are plain from then on
   bool completed_once = false;
+  int fixed = -1;           // recv: the socket's slot in the owner's registered file table, or -1
 };
 
 namespace {
@@ -86,6 +88,7 @@ constexpr unsigned buffer_size = 4096;
 constexpr unsigned default_buffer_count = 1024;
 constexpr std::uint16_t buffer_group = 0;
 constexpr std::size_t accept_queue_bound = 64;
+constexpr unsigned fixed_table_size = 8192;
 
 unsigned configured_buffer_count() noexcept {
   if (const char* text = std::getenv("CORIO_URING_MULTISHOT"); text != nullptr && std::strcmp(text, "0") == 0) {
@@ -139,6 +142,18 @@ void uring_reactor::setup_buffers() noexcept {
   io_uring_buf_ring_advance(buffer_ring_, static_cast<int>(count));
   buffers_free_ = count;
   multishot_ = true;
+  setup_fixed_files();
+}
+
+void uring_reactor::setup_fixed_files() noexcept {
+  rlimit limit{};
+  unsigned size = fixed_table_size;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < size) {
+    size = static_cast<unsigned>(limit.rlim_cur);  // the kernel refuses a table larger than this limit
+  }
+  if (io_uring_register_files_sparse(&ring_, size) == 0) {
+    fixed_capacity_ = size;
+  }
 }
 
 void uring_reactor::teardown_buffers() noexcept {
@@ -150,6 +165,7 @@ void uring_reactor::teardown_buffers() noexcept {
     source.armed = false;
     source.cancelling = false;
     source.owner = nullptr;
+    source.fixed = -1;  // the table goes with the ring, right after this
     auto live = io_source::life::live;
     if (source.released ||
         !source.state.compare_exchange_strong(live, io_source::life::orphaned, std::memory_order_acq_rel)) {
@@ -185,6 +201,9 @@ bool uring_reactor::submit_with_source(io_op& op) noexcept {
       sources_->prev = &source;
     }
     sources_ = &source;
+    if (source.kind == io_kind::recv) {
+      source.fixed = register_fixed(source.fd);
+    }
   }
   if (source.owner != this) {
     op.result = -EXDEV;  // kept by another loop's reactor (io_source.hpp)
@@ -210,6 +229,7 @@ void uring_reactor::arm(io_source& source) noexcept {
   io_uring_sqe* sqe = next_sqe();
   if (source.kind == io_kind::recv) {
     io_uring_prep_recv_multishot(sqe, source.fd, nullptr, 0, 0);
+    use_fixed_file(sqe, &source);
     sqe->flags |= IOSQE_BUFFER_SELECT;
     sqe->buf_group = buffer_group;
   } else {
@@ -365,9 +385,45 @@ void uring_reactor::unlink(io_source& source) noexcept {
   source.next = nullptr;
 }
 
+int uring_reactor::register_fixed(int fd) noexcept {
+  if (fixed_free_.empty() && fixed_next_ == fixed_capacity_) {
+    return -1;  // the table is full (or the kernel has none): this socket goes by its descriptor
+  }
+  unsigned index = 0;
+  if (!fixed_free_.empty()) {
+    index = fixed_free_.back();
+    fixed_free_.pop_back();
+  } else {
+    index = fixed_next_++;
+  }
+  if (io_uring_register_files_update(&ring_, index, &fd, 1) != 1) {
+    fixed_free_.push_back(index);
+    return -1;
+  }
+  return static_cast<int>(index);
+}
+
+void uring_reactor::unregister_fixed(io_source& source) noexcept {
+  if (source.fixed < 0) {
+    return;
+  }
+  int none = -1;
+  io_uring_register_files_update(&ring_, static_cast<unsigned>(source.fixed), &none, 1);
+  fixed_free_.push_back(static_cast<unsigned>(source.fixed));
+  source.fixed = -1;
+}
+
+void uring_reactor::use_fixed_file(io_uring_sqe* sqe, const io_source* source) const noexcept {
+  if (source != nullptr && source->owner == this && source->fixed >= 0) {
+    sqe->fd = source->fixed;
+    sqe->flags |= IOSQE_FIXED_FILE;
+  }
+}
+
 void uring_reactor::release(io_source& source) noexcept {
   source.released = true;
   drop_queued(source);
+  unregister_fixed(source);  // before the socket's close(), which would not end a file the table holds
   if (source.armed) {
     cancel_multishot(source);  // freed at its last CQE
   } else {

@@ -55,22 +55,21 @@ tcp_stream connect_awaiter::await_resume() {
 
 // --- tcp_stream -----------------------------------------------------------------------------------
 
-task<std::size_t> tcp_stream::transfer_all(corio::detail::io_kind kind, std::byte* data, std::size_t size,
-                                           const char* what, std::error_code* error) {
+task<std::size_t> tcp_stream::read_exact_into(std::span<std::byte> buffer, std::error_code* error) {
   std::size_t done = 0;
-  while (done < size) {
-    corio::detail::io_source** source = kind == corio::detail::io_kind::recv ? source_.slot() : nullptr;
-    std::size_t step =
-        co_await corio::detail::transfer_awaiter(kind, socket_.get(), data + done, size - done, what, error, source);
+  while (done < buffer.size()) {
+    std::size_t step = co_await corio::detail::transfer_awaiter(corio::detail::io_kind::recv, socket_.get(),
+                                                                buffer.data() + done, buffer.size() - done,
+                                                                read_exact_name, error, source_.slot());
     if (error != nullptr && *error) {
       co_return done;
     }
-    if (step == 0) {  // recv: the peer closed early (send never returns 0 for a non-empty buffer)
+    if (step == 0) {  // the peer closed early
       if (error != nullptr) {
         *error = make_error_code(errc::end_of_stream);
         co_return done;
       }
-      throw std::system_error(make_error_code(errc::end_of_stream), what);
+      throw std::system_error(make_error_code(errc::end_of_stream), read_exact_name);
     }
     done += step;
   }
@@ -80,24 +79,10 @@ task<std::size_t> tcp_stream::transfer_all(corio::detail::io_kind kind, std::byt
   co_return done;
 }
 
-task<std::size_t> tcp_stream::read_exact(std::span<std::byte> buffer) {
-  return transfer_all(corio::detail::io_kind::recv, buffer.data(), buffer.size(), "corio::net::tcp_stream::read_exact",
-                      nullptr);
-}
+task<std::size_t> tcp_stream::read_exact(std::span<std::byte> buffer) { return read_exact_into(buffer, nullptr); }
 
 task<std::size_t> tcp_stream::read_exact(std::span<std::byte> buffer, std::error_code& error) {
-  return transfer_all(corio::detail::io_kind::recv, buffer.data(), buffer.size(), "corio::net::tcp_stream::read_exact",
-                      &error);
-}
-
-task<std::size_t> tcp_stream::write_all(std::span<const std::byte> data) {
-  return transfer_all(corio::detail::io_kind::send, const_cast<std::byte*>(data.data()), data.size(),
-                      "corio::net::tcp_stream::write_all", nullptr);
-}
-
-task<std::size_t> tcp_stream::write_all(std::span<const std::byte> data, std::error_code& error) {
-  return transfer_all(corio::detail::io_kind::send, const_cast<std::byte*>(data.data()), data.size(),
-                      "corio::net::tcp_stream::write_all", &error);
+  return read_exact_into(buffer, &error);
 }
 
 void tcp_stream::shutdown(int how) {

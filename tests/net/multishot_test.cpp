@@ -238,6 +238,39 @@ TYPED_TEST(multishot, a_stream_released_on_another_thread_is_freed_by_its_loop) 
   });
 }
 
+std::size_t registered_files() { return corio::detail::current_io_slot->registered_files(); }
+
+// On io_uring a stream with a source sends and receives through the registered file table. Closing it
+// must take it out of the table: otherwise the table keeps the file, and the connection, open.
+TYPED_TEST(multishot, a_stream_in_the_registered_file_table_leaves_it_when_closed_here_or_elsewhere) {
+  const std::size_t per_stream = TestFixture::backend == corio::io_backend::io_uring ? 1 : 0;
+  run_on_loop(TestFixture::backend, [per_stream]() -> corio::task<void> {
+    std::byte buffer[16];
+    for (bool elsewhere : {false, true}) {
+      auto [client, server] = co_await connected_pair();
+      std::size_t before = registered_files();
+      co_await client.write_all(bytes("ping"));
+      EXPECT_EQ(co_await server.read_some(buffer), 4u);  // creates the source and registers the socket
+      EXPECT_EQ(registered_files(), before + per_stream);
+      co_await server.write_all(bytes("pong"));  // through the registered file on io_uring
+      EXPECT_EQ(co_await read_all(client, 4, 16), "pong");
+      EXPECT_EQ(registered_files(), before + 2 * per_stream);
+      if (elsewhere) {
+        std::thread([&server] { server.close(); }).join();
+      } else {
+        server.close();
+      }
+      EXPECT_EQ(co_await corio::with_timeout(2s, client.read_some(buffer)), 0u) << "the peer never saw the close";
+      for (int turn = 0; turn < 100 && registered_files() != before + per_stream; ++turn) {
+        co_await corio::sleep_for(1ms);  // closed elsewhere: the loop lets go at the multishot's last CQE
+      }
+      EXPECT_EQ(registered_files(), before + per_stream) << (elsewhere ? "closed on another thread" : "closed here");
+      client.close();
+      EXPECT_EQ(registered_files(), before);
+    }
+  });
+}
+
 // A one-worker runtime keeps each socket on its worker and uses the multishot ops; with two
 // workers, tasks move between threads, so every operation stays single-shot.
 TYPED_TEST(multishot, only_a_one_worker_runtime_uses_multishot_ops) {

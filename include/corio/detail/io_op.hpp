@@ -35,6 +35,12 @@
 //   callback is registered (registration publishes them to the callback). The callback's CAS is
 //   acq_rel; it pushes the op on the slot's queue with a release CAS, which the reactor thread's
 //   acquire exchange pairs with. The result reaches the resumed coroutine through executor::schedule.
+// Whole transfers (write_all): the reactor, not the task, loops over short sends (advance_whole): a
+//   write that needs several syscalls still resumes its task once and costs no coroutine frame. It
+//   re-issues the op only while the state is in_flight (and not during shutdown); a cancel request
+//   that arrives after that re-issue targets the new request, which has the same address as user_data.
+//   Stopped part-way, the op is reported with a non-negative result and transferred < whole_size,
+//   which the awaiter turns into the cancellation.
 // Rejected: a per-reactor map from ids to ops (a look-up per completion, and still a lifetime problem);
 //   letting the stop callback touch the ring itself (io_uring's submission queue is single-producer,
 //   and SINGLE_ISSUER makes a second submitter an error); resuming with corio::cancelled at once on
@@ -43,6 +49,7 @@
 
 #include <atomic>
 #include <coroutine>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <stop_token>
@@ -72,8 +79,13 @@ struct io_request {
   /// accept: in, the size of *buffer; out, the peer address length.
   socklen_t* address_length = nullptr;
   /// recv/accept on a stream or listener: its multishot state (io_source.hpp), which the io_uring
-  /// backend creates on first use and serves later operations from; null: a plain single-shot op.
+  /// backend creates on first use and serves later operations from; send on a stream: the same state,
+  /// whose registered file the send uses if it has one; null: a plain single-shot op.
   io_source** source = nullptr;
+  /// send only, non-zero for a whole transfer (write_all): the full byte count. The reactor issues the
+  /// op again for the rest after each short send, so the task resumes once, when all of it is sent,
+  /// on an error, or on a cancellation (see io_op::advance_whole).
+  std::size_t whole_size = 0;
 };
 
 struct io_op : io_request {
@@ -84,6 +96,24 @@ struct io_op : io_request {
   io_op* next = nullptr;         // the backend's lists (epoll: the fd's waiters); reactor thread only
   io_op* next_cancel = nullptr;  // the slot's queue of cancel requests
   bool started = false;          // epoll connect: connect() was issued, now waiting for writability
+  std::size_t transferred = 0;   // whole transfers: bytes sent so far, the last completion's included
+
+  /// Reactor thread, after a whole transfer's syscall or completion returned `result`: counts the
+  /// bytes and, if some remain, points the request at them and returns true (issue it again, unless
+  /// it is being cancelled: then it is reported with what it sent). False for any other op.
+  bool advance_whole(std::int32_t result) noexcept {
+    if (whole_size == 0 || result <= 0) {
+      return false;
+    }
+    transferred += static_cast<std::size_t>(result);
+    if (transferred >= whole_size) {
+      return false;
+    }
+    buffer = static_cast<std::byte*>(buffer) + result;
+    std::size_t rest = whole_size - transferred;
+    length = rest > UINT32_MAX ? UINT32_MAX : static_cast<std::uint32_t>(rest);
+    return true;
+  }
 };
 
 /// Any thread: a stop callback asks the op's slot to cancel it (see the state diagram above).

@@ -86,6 +86,8 @@ class io_slot final : private park_backend {
 
   /// Owning thread. Completions the reactor took from multishot operations so far (0 on epoll).
   std::uint64_t multishot_completions() const noexcept;
+  /// Owning thread. Sockets in the reactor's registered file table now (0 on epoll).
+  std::size_t registered_files() const noexcept;
 
   /// The backend of the reactor, or io_backend::automatic if none was created yet. Thread-safe.
   io_backend backend() const noexcept { return backend_.load(std::memory_order_acquire); }

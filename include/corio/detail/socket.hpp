@@ -46,7 +46,8 @@ class socket_fd {
 };
 
 /// recv or send on a connected socket; yields the byte count (0 from recv: the peer closed). A recv
-/// given the stream's `source` may be served by its multishot recv (io_source.hpp).
+/// given the stream's `source` may be served by its multishot recv (io_source.hpp); a send given it
+/// goes through the stream's registered file, if it has one.
 class transfer_awaiter : public io_awaiter {
  public:
   transfer_awaiter(io_kind kind, int fd, const void* data, std::size_t size, const char* what,
@@ -64,6 +65,33 @@ class transfer_awaiter : public io_awaiter {
     return start(self);
   }
   std::size_t await_resume() { return check() ? static_cast<std::size_t>(op_.result) : 0; }
+};
+
+/// send of all of `data` on a connected socket (a whole transfer, io_op.hpp): the reactor issues as
+/// many sends as it takes and the task resumes once. Yields the bytes sent: all of them, or, in the
+/// error_code form after an error, how many went out before it. Stopped part-way by a cancellation,
+/// it throws corio::cancelled (or stores errc::operation_canceled).
+class send_all_awaiter : public io_awaiter {
+ public:
+  send_all_awaiter(int fd, const void* data, std::size_t size, const char* what, std::error_code* error,
+                   io_source** source = nullptr) noexcept
+      : io_awaiter(what, error) {
+    op_.kind = io_kind::send;
+    op_.fd = fd;
+    op_.source = source;
+    op_.buffer = const_cast<void*>(data);  // send only reads it
+    op_.length = size > UINT32_MAX ? UINT32_MAX : static_cast<std::uint32_t>(size);
+    op_.whole_size = size;
+  }
+
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> self) {
+    if (op_.whole_size == 0) {
+      return false;  // nothing to send: result 0
+    }
+    return start(self);
+  }
+  std::size_t await_resume();
 };
 
 /// accept on a listening socket; yields the new descriptor (-1 on error) and fills in the peer address

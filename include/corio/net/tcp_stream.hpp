@@ -38,7 +38,7 @@ class connect_awaiter : public corio::detail::io_awaiter {
 
   endpoint peer_;
   corio::detail::socket_fd socket_;
-  corio::detail::io_source_ref source_;  // io_uring: the multishot recv's state; released before the socket
+  corio::detail::io_source_ref source_;  // io_uring: the multishot recv's state and registered file; released before the socket
 };
 
 }  // namespace detail
@@ -96,10 +96,12 @@ class tcp_stream {
 
   /// Writes some of `data` (at least one byte unless it is empty); yields the count.
   corio::detail::transfer_awaiter write_some(std::span<const std::byte> data) noexcept {
-    return {corio::detail::io_kind::send, socket_.get(), data.data(), data.size(), write_some_name, nullptr};
+    return {corio::detail::io_kind::send, socket_.get(), data.data(), data.size(), write_some_name, nullptr,
+            source_.slot()};
   }
   corio::detail::transfer_awaiter write_some(std::span<const std::byte> data, std::error_code& error) noexcept {
-    return {corio::detail::io_kind::send, socket_.get(), data.data(), data.size(), write_some_name, &error};
+    return {corio::detail::io_kind::send, socket_.get(), data.data(), data.size(), write_some_name, &error,
+            source_.slot()};
   }
 
   /// Fills `buffer` completely. If the peer closes first: throws std::system_error with
@@ -107,11 +109,19 @@ class tcp_stream {
   task<std::size_t> read_exact(std::span<std::byte> buffer);
   task<std::size_t> read_exact(std::span<std::byte> buffer, std::error_code& error);
 
-  /// Writes all of `data`, however many writes that takes; a slow reader suspends the task (the
-  /// kernel's send buffer is the only buffer: memory stays bounded). Yields the bytes written.
-  task<std::size_t> write_all(std::span<const std::byte> data);
-  task<std::size_t> write_all(std::span<const std::byte> data, std::error_code& error);
-  task<std::size_t> write_all(std::string_view text) { return write_all(std::as_bytes(std::span(text))); }
+  /// Writes all of `data`, however many writes that takes (the reactor issues them; the task resumes
+  /// once); a slow reader suspends the task (the kernel's send buffer is the only buffer: memory stays
+  /// bounded). Yields the bytes written: all of them, or, in the error_code form, how many went out
+  /// before the error. `data` must stay valid until the write finishes.
+  corio::detail::send_all_awaiter write_all(std::span<const std::byte> data) noexcept {
+    return {socket_.get(), data.data(), data.size(), write_all_name, nullptr, source_.slot()};
+  }
+  corio::detail::send_all_awaiter write_all(std::span<const std::byte> data, std::error_code& error) noexcept {
+    return {socket_.get(), data.data(), data.size(), write_all_name, &error, source_.slot()};
+  }
+  corio::detail::send_all_awaiter write_all(std::string_view text) noexcept {
+    return write_all(std::as_bytes(std::span(text)));
+  }
 
   /// Shuts down one or both directions (SHUT_WR: a half-close, the peer reads end of stream).
   /// Synchronous. Throws std::system_error, or stores the error.
@@ -135,12 +145,13 @@ class tcp_stream {
  private:
   static constexpr const char* read_some_name = "corio::net::tcp_stream::read_some";
   static constexpr const char* write_some_name = "corio::net::tcp_stream::write_some";
+  static constexpr const char* write_all_name = "corio::net::tcp_stream::write_all";
+  static constexpr const char* read_exact_name = "corio::net::tcp_stream::read_exact";
 
-  task<std::size_t> transfer_all(corio::detail::io_kind kind, std::byte* data, std::size_t size, const char* what,
-                                 std::error_code* error);
+  task<std::size_t> read_exact_into(std::span<std::byte> buffer, std::error_code* error);
 
   corio::detail::socket_fd socket_;
-  corio::detail::io_source_ref source_;  // io_uring: the multishot recv's state; released before the socket
+  corio::detail::io_source_ref source_;  // io_uring: the multishot recv's state and registered file; released before the socket
 };
 
 }  // namespace corio::net
