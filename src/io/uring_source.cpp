@@ -18,6 +18,12 @@
 //   queued, none is lost); the next accept that finds the queue empty re-arms it. An error CQE
 //   (EMFILE, ...) is queued like a descriptor and reported by one accept; the multishot ends and the
 //   next accept re-arms it.
+// Registered files: a stream's source also takes a slot in the reactor's sparse registered file table
+//   (one io_uring_register_files_update per connection); the multishot recv, single-shot reads and the
+//   stream's sends then name the slot (IOSQE_FIXED_FILE), so the kernel skips the file look-up and
+//   reference count per request. The table holds a reference to the file, so release() takes the slot
+//   back before the socket's close() (a closed descriptor whose file the table still holds would keep
+//   the connection open). A full table, or a kernel without one, leaves sockets on their descriptors.
 // Invariants (owning thread only, like the rest of the reactor):
 //  - a source is in `sources_` while its owner is this reactor; `armed` while the kernel holds its
 //    multishot (`armed_` counts them); at most one op parked (`waiter`), counted in `in_flight_`;
