@@ -10,6 +10,12 @@
 //   saw EAGAIN, and every later arrival of data (or of send-buffer room) is a new edge.
 //   A whole transfer (write_all) repeats its send while it makes progress (attempt_whole) and waits
 //   for writability only when the send buffer is full.
+// Readiness flags: once an fd is watched, its entry remembers per direction whether the last attempt
+//   would block (EAGAIN, or a stream recv that returned less than it asked for: the receive queue is
+//   empty). While the flag is clear, a new op waits for the event without trying its syscall: a
+//   request/response loop then costs one recv and one send per message, not a third recv that fails.
+//   An event sets the flag again. Safe with edge triggering because every arrival after the syscall
+//   that found the queue empty is a new edge, reported by a later epoll_wait on this same thread.
 // The fd table: `fds_` is indexed by descriptor number, so an event finds its ops without hashing.
 //   A descriptor number is reused after close(), and the kernel drops a closed file from every epoll
 //   set by itself, so a stale "registered" flag would leave the next socket with that number
@@ -182,7 +188,17 @@ struct fd_entry {
   op_list writers;
   std::uint32_t generation = 0;
   bool registered = false;
+  // What the last syscall or event says of each direction; false: the next op waits for an event
+  // without trying its syscall (it would return EAGAIN).
+  bool readable = true;
+  bool writable = true;
 };
+
+// A stream recv that returned less than it asked for emptied the socket's receive queue: data that
+// arrives later is a new edge, so the next read may wait for the event instead of trying first.
+bool drained(const io_op& op, int result) noexcept {
+  return op.kind == io_kind::recv && result > 0 && static_cast<std::uint32_t>(result) < op.length;
+}
 
 class epoll_reactor final : public reactor {
  public:
@@ -211,17 +227,27 @@ class epoll_reactor final : public reactor {
   }
 
   bool submit(io_op& op) noexcept override {
-    int result = attempt_whole(op);
-    if (result != -EAGAIN) {
-      op.result = result;
-      return true;
+    const bool reader = is_reader(op.kind);
+    fd_entry* entry = watched(op.fd);
+    if (entry == nullptr || (reader ? entry->readable : entry->writable)) {
+      int result = attempt_whole(op);
+      if (result != -EAGAIN) {
+        if (entry != nullptr && drained(op, result)) {
+          entry->readable = false;
+        }
+        op.result = result;
+        return true;
+      }
+      if (entry == nullptr) {
+        if (int error = watch(op.fd); error != 0) {
+          op.result = -error;
+          return true;
+        }
+        entry = &fds_[static_cast<std::size_t>(op.fd)];
+      }
+      (reader ? entry->readable : entry->writable) = false;
     }
-    if (int error = watch(op.fd); error != 0) {
-      op.result = -error;
-      return true;
-    }
-    fd_entry& entry = fds_[static_cast<std::size_t>(op.fd)];
-    (is_reader(op.kind) ? entry.readers : entry.writers).push(op);
+    (reader ? entry->readers : entry->writers).push(op);
     return false;
   }
 
@@ -248,10 +274,12 @@ class epoll_reactor final : public reactor {
       }
       fd_entry& entry = fds_[static_cast<std::size_t>(event.data.u64)];
       if ((event.events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) {
-        retry(entry.readers);
+        entry.readable = true;
+        retry(entry.readers, entry.readable);
       }
       if ((event.events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0) {
-        retry(entry.writers);
+        entry.writable = true;
+        retry(entry.writers, entry.writable);
       }
     }
     while (io_op* op = finished_.pop()) {
@@ -302,6 +330,8 @@ class epoll_reactor final : public reactor {
     }
     entry.registered = true;
     entry.generation = generation;
+    entry.readable = true;
+    entry.writable = true;
     return 0;
   }
 
@@ -322,16 +352,33 @@ class epoll_reactor final : public reactor {
     return count < 0 ? 0 : count;
   }
 
-  void retry(op_list& waiting) noexcept {
+  // Runs the waiting ops of one direction in order until one would block (or a read drained the
+  // socket); `ready` is that direction's flag.
+  void retry(op_list& waiting, bool& ready) noexcept {
     while (io_op* op = waiting.head) {
       int result = attempt_whole(*op);
       if (result == -EAGAIN) {
+        ready = false;
         return;
       }
       waiting.pop();
       op->result = result;
       finished_.push(*op);
+      if (drained(*op, result)) {
+        ready = false;
+        return;
+      }
     }
+  }
+
+  // The entry of `fd` if this reactor watches it (for the descriptor's current generation), else null.
+  fd_entry* watched(int fd) noexcept {
+    auto index = static_cast<std::size_t>(fd);
+    if (index >= fds_.size()) {
+      return nullptr;
+    }
+    fd_entry& entry = fds_[index];
+    return entry.registered && entry.generation == generation_of(fd) ? &entry : nullptr;
   }
 
   int epoll_fd_ = -1;
