@@ -1,0 +1,47 @@
+// corio::net::resolve: numeric hosts without a lookup, names through the blocking pool, failures as
+// errors, and the misuse of a name lookup on an event loop.
+#include <corio/net/resolve.hpp>
+#include <corio/runtime.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <system_error>
+
+#include "support/net.hpp"
+
+namespace {
+
+using corio::net::endpoint;
+
+TEST(resolve, numeric_hosts_need_no_lookup_and_names_go_through_the_blocking_pool) {
+  corio::runtime rt(corio::test::runtime_options(corio::io_backend::automatic));
+  auto numeric = rt.block_on(corio::net::resolve("::1", 80));
+  ASSERT_EQ(numeric.size(), 1u);
+  EXPECT_EQ(numeric[0], endpoint::loopback_v6(80));
+  auto local = rt.block_on(corio::net::resolve("localhost", 8080));
+  ASSERT_FALSE(local.empty());
+  EXPECT_TRUE(std::all_of(local.begin(), local.end(), [](const endpoint& e) { return e.port() == 8080; }));
+  EXPECT_THROW(rt.block_on(corio::net::resolve("no-such-host.invalid", 1)), std::system_error);
+}
+
+TEST(resolve, a_name_on_an_event_loop_is_a_logic_error) {
+  corio::test::run_on_loop(corio::io_backend::automatic, []() -> corio::task<void> {
+    EXPECT_EQ((co_await corio::net::resolve("127.0.0.1", 1)).size(), 1u);
+    EXPECT_THROW(co_await corio::net::resolve("localhost", 1), std::logic_error);
+  });
+}
+
+TEST(resolve, a_failed_lookup_carries_the_resolver_category) {
+  corio::runtime rt(corio::test::runtime_options(corio::io_backend::automatic));
+  try {
+    rt.block_on(corio::net::resolve("no-such-host.invalid", 1));
+    ADD_FAILURE() << "a lookup of an invalid name succeeded";
+  } catch (const std::system_error& e) {
+    EXPECT_EQ(&e.code().category(), &corio::net::resolve_category()) << e.what();
+    EXPECT_FALSE(e.code().message().empty());
+  }
+}
+
+}  // namespace
