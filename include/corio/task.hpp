@@ -87,13 +87,13 @@ class [[nodiscard]] task {
     template <class Promise>
     bool await_suspend(std::coroutine_handle<Promise> awaiting) {
       if (detail::spend_coop_budget()) {
-        // Out of budget: queue the child behind everything runnable instead of running it now; it
+        // Out of budget: requeue the child (yield_for_budget) instead of running it now; it
         // resumes us when it finishes, as any asynchronously completing child does.
         detail::promise_base& child = handle_.promise();
         child.continuation_ = awaiting;
         child.inherit_chain(detail::chain_of(awaiting));
         child.state_.store(detail::await_state::awaiter_suspended, std::memory_order_relaxed);
-        detail::current_executor->yield_current(handle_);
+        detail::current_executor->yield_for_budget(handle_);
         return true;
       }
       return detail::start_child(handle_, awaiting);

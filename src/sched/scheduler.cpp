@@ -109,6 +109,14 @@ void scheduler::yield_current(std::coroutine_handle<> handle) {
   }
 }
 
+void scheduler::yield_for_budget(std::coroutine_handle<> handle) {
+  if (worker* here = local_worker()) {
+    here->push_budget_yield(handle);
+  } else {
+    inject_and_notify(handle);
+  }
+}
+
 unsigned scheduler::local_shard() const noexcept {
   worker* here = local_worker();
   return static_cast<unsigned>(here != nullptr ? here->index() : workers_.size());

@@ -5,7 +5,8 @@
 // Design note.
 // Waking: schedule(h) from a worker of this runtime puts h in that worker's LIFO slot; from any other
 //   thread it goes to the injection queue and a sleeping worker is woken if nobody is searching.
-//   New tasks (adopt) and yields go to the back of the local queue (stealable), then notify.
+//   New tasks (adopt) and yields go to the back of the local queue (stealable), then notify. A
+//   budget yield goes behind the worker's LIFO task when there is one (worker.hpp, chains).
 // Registry: one root_registry shard per worker plus one for foreign threads, so spawning from
 //   different workers does not contend on one lock (tokio shards its owned-task list the same way).
 // Shutdown (shutdown(), also run by ~runtime), in order:
@@ -64,6 +65,7 @@ class scheduler final : public executor {
   void schedule(std::coroutine_handle<> handle) noexcept override;
   void schedule_batch(std::span<const std::coroutine_handle<>> handles) noexcept override;
   void yield_current(std::coroutine_handle<> handle) override;
+  void yield_for_budget(std::coroutine_handle<> handle) override;
   void adopt(root_base& root) override;
   void forget(root_base& root) noexcept override;
   bool attach(root_base& root) noexcept override;

@@ -14,7 +14,7 @@ thread_local constinit worker* current_worker = nullptr;
 
 namespace {
 constexpr std::uint64_t maintenance_interval = 61;
-constexpr unsigned lifo_streak_limit = 3;
+constexpr auto chain_bound = std::chrono::milliseconds(1);
 constexpr std::size_t inject_batch = worker::queue_capacity / 2;
 
 std::coroutine_handle<> as_handle(void* address) noexcept { return std::coroutine_handle<>::from_address(address); }
@@ -24,6 +24,7 @@ worker::worker(scheduler& owner, std::size_t index, io_backend backend) noexcept
     : owner_(owner),
       index_(index),
       io_(parker_, owner, backend, true),
+      chain_clock_(chain_bound),
       random_state_(static_cast<std::uint32_t>(index * 2654435761u + 1)) {}
 
 void worker::run() {
@@ -70,6 +71,14 @@ void worker::push(std::coroutine_handle<> handle, bool woken) {
   }
 }
 
+void worker::push_budget_yield(std::coroutine_handle<> handle) {
+  if (lifo_ && !after_lifo_) {
+    after_lifo_ = handle;
+  } else {
+    push_back_and_notify(handle);
+  }
+}
+
 // Stealable work appeared: a sleeping worker may need waking. A batch reaped by our own reactor
 // inside our park is ours to run the moment the park returns: leave the sleeper list first, so the
 // waker below picks another sleeper instead of us (waking ourselves cost an eventfd write and one
@@ -113,14 +122,10 @@ std::coroutine_handle<> worker::next_task() {
       return from_inject;
     }
   }
-  if (lifo_) {
-    if (lifo_streak_ < lifo_streak_limit) {
-      ++lifo_streak_;
-      return std::exchange(lifo_, {});
-    }
-    push_back_and_notify(std::exchange(lifo_, {}));
+  if (auto chained = next_in_chain()) {
+    return chained;
   }
-  lifo_streak_ = 0;
+  in_chain_ = false;
   if (void* local = queue_.pop()) {
     return as_handle(local);
   }
@@ -134,6 +139,28 @@ std::coroutine_handle<> worker::next_task() {
     return as_handle(local);
   }
   return {};
+}
+
+// A slot's task if the chain may go on (see worker.hpp); else both slots go to the queue's back, and
+// the caller takes the next task from the queue.
+std::coroutine_handle<> worker::next_in_chain() {
+  if (!lifo_ && !after_lifo_) {
+    return {};
+  }
+  if (!in_chain_) {
+    in_chain_ = true;
+    chain_start_ = chain_clock_.now();
+  } else if (chain_clock_.reached(chain_start_)) {
+    if (lifo_) {
+      push_back(std::exchange(lifo_, {}));
+    }
+    if (after_lifo_) {
+      push_back(std::exchange(after_lifo_, {}));
+    }
+    owner_.notify_work();
+    return {};
+  }
+  return std::exchange(lifo_ ? lifo_ : after_lifo_, {});
 }
 
 // Takes a batch from the injection queue: runs the first, queues the rest locally.

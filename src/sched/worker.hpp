@@ -4,26 +4,52 @@
 //
 // Design note.
 // Task order on a worker (Go's and tokio's, condensed):
-//   1. every 61st tick: fire due timers and take one task from the injection queue first (fairness
-//      for work that arrives from outside);
-//   2. the LIFO slot: the task this worker just woke runs next (a sender and the receiver it wakes run
-//      back to back on one core); at most 3 in a row, then the slot's task goes to the queue's back so
-//      two tasks waking each other cannot starve the rest;
+//   1. every 61st tick: poll the reactor, fire due timers and take one task from the injection queue
+//      first (fairness for work that arrives from outside); this runs inside chains too;
+//   2. the chain slots: `lifo_`, the task this worker just woke, then `after_lifo_`, a task that spent
+//      its cooperative budget while `lifo_` was full (a sender that woke its receiver and then filled
+//      its budget resumes once that receiver has drained, as a Go sender does after `runnext`);
 //   3. the local queue (FIFO);
 //   4. a batch from the injection queue;
 //   5. search: steal half of a random victim's queue, at most half the workers searching at once;
 //   6. park (idle.hpp), with a timeout at this worker's earliest timer.
+// Chains: the run of tasks taken from the slots without a step 3-5 task between them. Its clock
+//   starts at its first slot task and is read once per slot task (chain_clock.hpp: rdtsc where it is
+//   invariant, else steady_clock). Once a chain has run for chain_bound, both slots go to the queue's
+//   back (lifo_ first, so a receiver stays ahead of its sender), where other workers may steal them,
+//   and the next task comes from step 3. So a pair that ping-pongs (a woken receiver, a sender that
+//   yields behind it) runs up to chain_bound with a hot cache instead of 128 events per visit, and
+//   two tasks waking each other forever still let everything queued run every chain_bound.
+// chain_bound is 1 ms: at some tens of nanoseconds an event, a pair sends thousands of events per
+//   chain (the lab's chan pairs, 10,000 events each, finish in a few chains instead of ~80 visits),
+//   while a queued task waits at most one chain (plus the task that ends it) per task ahead of it, a
+//   tenth of what Go's 10 ms time slice allows. No count cap: a clock that went backwards reads as a
+//   huge interval (unsigned subtraction), which ends the chain, so the bound holds without one.
+// Budget yields vs yields: `yield_current` (corio::yield) always goes to the queue's back;
+//   `yield_for_budget` (the cooperative budget) goes to after_lifo_ only if lifo_ holds a task and
+//   after_lifo_ is empty, else to the back. A task looping alone on ready operations therefore still
+//   lets the whole queue run after each budget.
+// Rejected alternatives: tokio's "at most 3 LIFO tasks in a row" (a bounded-channel pair moves ~128
+//   events per visit, then every frame and ring is cold again behind ~20,000 tasks); putting the
+//   budget-yielded task in lifo_ itself (it would displace the receiver it just woke, or run before it
+//   with a full channel); a count cap instead of a time bound (a hand-off carries one event in a
+//   rendezvous ping-pong and 128 in a buffered pair, so no count is right for both).
 // Timers: each worker owns a timer_queue (detail/timer_queue.hpp) that only its thread touches; a
 //   timer armed by a task running here goes into it, and fires here (due timers are fired on every
 //   maintenance tick and whenever the queues run dry). A parked worker wakes by its own reactor or futex
 //   timeout when its earliest deadline passes, whatever the other workers do.
-// Invariants: only this worker's thread touches lifo_, the counters and push side of queue_. The LIFO
-//   slot is not stealable; waking into it therefore does not wake a sleeping worker.
+// Invariants: only this worker's thread touches the slots, the chain state, the counters and the push
+//   side of queue_. The slots are not stealable; filling one therefore does not wake a sleeping
+//   worker. after_lifo_ is filled only while lifo_ is, and is taken only after lifo_. Both slots are
+//   empty whenever next_task returns nothing (it ran or queued them), so a worker never searches or
+//   parks with a task in a slot.
 // I/O: the worker's reactor (io_slot.hpp) is its idle wait once the thread has done I/O; the worker
 //   also reaps it without blocking on every maintenance tick, so a busy worker still sees completions.
 // Shutdown: when the scheduler is draining, a worker that finds no work (or passes the drain deadline)
 //   leaves its loop instead of parking, then cancels and reaps its reactor's operations on its own
-//   thread (io_uring SINGLE_ISSUER) before the scheduler destroys any frame.
+//   thread (io_uring SINGLE_ISSUER) before the scheduler destroys any frame. Handles left in the
+//   slots or the queue past the deadline are dropped unrun, like the queue's: each belongs to a root
+//   frame, which the scheduler destroys exactly once (scheduler.hpp, step 6).
 #include <atomic>
 #include <coroutine>
 #include <cstddef>
@@ -34,6 +60,8 @@
 #include <corio/detail/parker.hpp>
 #include <corio/detail/timer_queue.hpp>
 #include <corio/detail/ws_queue.hpp>
+
+#include "chain_clock.hpp"
 
 namespace corio::detail {
 
@@ -50,6 +78,10 @@ class worker {
 
   /// This worker's thread only. `woken` tasks go to the LIFO slot, others to the queue's back.
   void push(std::coroutine_handle<> handle, bool woken);
+
+  /// This worker's thread only: `handle` spent its cooperative budget. It goes behind the LIFO slot's
+  /// task if that slot is full and after_lifo_ is empty, else to the queue's back.
+  void push_budget_yield(std::coroutine_handle<> handle);
 
   /// This worker's thread only. Queues `handles` at the back (not the LIFO slot), then notifies once.
   void push_batch(std::span<const std::coroutine_handle<>> handles);
@@ -68,6 +100,7 @@ class worker {
 
  private:
   std::coroutine_handle<> next_task();
+  std::coroutine_handle<> next_in_chain();
   std::coroutine_handle<> take_from_inject();
   std::coroutine_handle<> search();
   void stop_searching();
@@ -85,8 +118,11 @@ class worker {
   parker parker_;
   io_slot io_;  // this thread's reactor, created on its first I/O; its wait backs parker_
   timer_queue timers_;  // this thread only
-  std::coroutine_handle<> lifo_;
-  unsigned lifo_streak_ = 0;
+  std::coroutine_handle<> lifo_;        // woken by the task running here; runs next
+  std::coroutine_handle<> after_lifo_;  // spent its budget while lifo_ was full; runs after lifo_
+  chain_clock chain_clock_;
+  std::uint64_t chain_start_ = 0;  // chain_clock_ ticks at the current chain's first slot task
+  bool in_chain_ = false;
   std::uint64_t tick_ = 0;
   bool searching_ = false;
   bool in_park_ = false;     // inside parker_.park_unless_notified: its reactor may reap into our queue

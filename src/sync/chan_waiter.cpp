@@ -138,7 +138,7 @@ bool chan_waiter::suspend(std::coroutine_handle<> self, const std::stop_token* s
 }
 
 // Completed (or cancelled) without parking. That spends one unit of the task's cooperative budget;
-// once it is spent the task goes to the back of the run queue, counted as suspended meanwhile, so a
+// once it is spent the task is requeued (yield_for_budget), counted as suspended meanwhile, so a
 // frame destroyed there gives back a value it had received (detail/coop_budget.hpp).
 bool chan_waiter::complete_without_parking(std::coroutine_handle<> self, std::uint32_t code) {
   decision_.store(code << 1, std::memory_order_relaxed);  // nothing else can see this waiter yet

@@ -40,6 +40,12 @@ class executor {
   /// Executor thread only: requeues the running coroutine behind everything already runnable.
   virtual void yield_current(std::coroutine_handle<> handle) = 0;
 
+  /// Executor thread only: requeues a coroutine that spent its cooperative budget (coop_budget.hpp).
+  /// Unlike yield_current, an executor may run it sooner than the back of its queue, as long as it
+  /// still bounds how long the rest wait (a runtime worker runs it right behind the task it just woke,
+  /// within a time-bounded chain). The default is yield_current.
+  virtual void yield_for_budget(std::coroutine_handle<> handle) { yield_current(handle); }
+
   /// Registers a new root and queues it to start. Throws corio::loop_stopped (or
   /// corio::runtime_stopped) if the executor no longer accepts work; the root is then not registered.
   virtual void adopt(root_base& root) = 0;
