@@ -107,6 +107,7 @@ void io_slot::flush() noexcept {
 }
 
 void io_slot::turn(std::optional<std::chrono::nanoseconds> timeout) noexcept {
+  ++turns_;
   drain_cancel_requests();
   reactor_->reap({[](void* context, io_op& op) noexcept {
                     auto& self = *static_cast<io_slot*>(context);

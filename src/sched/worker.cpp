@@ -116,7 +116,7 @@ void worker::overflow_to_inject(std::coroutine_handle<> handle) {
 std::coroutine_handle<> worker::next_task() {
   ++tick_;
   if (tick_ % maintenance_interval == 0) {
-    io_.poll();
+    io_.maintain();
     fire_due_timers();
     if (auto from_inject = take_from_inject()) {
       return from_inject;

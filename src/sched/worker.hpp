@@ -44,7 +44,8 @@
 //   empty whenever next_task returns nothing (it ran or queued them), so a worker never searches or
 //   parks with a task in a slot.
 // I/O: the worker's reactor (io_slot.hpp) is its idle wait once the thread has done I/O; the worker
-//   also reaps it without blocking on every maintenance tick, so a busy worker still sees completions.
+//   also reaps it without blocking on a maintenance tick unless a park reaped it since the previous
+//   tick (io_slot::maintain), so a busy worker still sees completions.
 // Shutdown: when the scheduler is draining, a worker that finds no work (or passes the drain deadline)
 //   leaves its loop instead of parking, then cancels and reaps its reactor's operations on its own
 //   thread (io_uring SINGLE_ISSUER) before the scheduler destroys any frame. Handles left in the

@@ -9,9 +9,11 @@
 #include <corio/runtime.hpp>
 #include <corio/time.hpp>
 #include <corio/when_all.hpp>
+#include <corio/yield.hpp>
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -178,6 +180,39 @@ TYPED_TEST(reactor, a_spawn_from_outside_wakes_workers_blocked_in_their_reactors
 }
 
 // Timers still fire while the thread waits in its reactor: the next deadline is the wait's timeout.
+// A worker that never runs out of tasks never parks: it must still reap I/O on its maintenance ticks,
+// so a read completes while another task keeps yielding on the only worker.
+TYPED_TEST(reactor, a_worker_that_never_parks_still_completes_io) {
+  corio::runtime rt(runtime_options(TestFixture::backend, 1));
+  bool done = rt.block_on([]() -> corio::task<bool> {
+    auto [client, server] = co_await connected_pair();
+    std::atomic<bool> read_done{false};
+    auto spinner = corio::spawn([](std::atomic<bool>& stop) -> corio::task<bool> {
+      for (long turns = 0; turns < 50'000'000; ++turns) {
+        if (stop.load(std::memory_order_relaxed)) {
+          co_return true;
+        }
+        co_await corio::yield();
+      }
+      co_return false;
+    }(read_done));
+    auto reader = corio::spawn([](tcp_stream& s, std::atomic<bool>& flag) -> corio::task<void> {
+      std::byte buffer[8];
+      EXPECT_EQ(co_await s.read_some(buffer), 4u);
+      flag.store(true, std::memory_order_relaxed);
+    }(server, read_done));
+    std::thread sender([fd = client.native_handle()] {
+      std::this_thread::sleep_for(20ms);  // the reader waits in the reactor by then
+      EXPECT_EQ(::send(fd, "ping", 4, MSG_NOSIGNAL), 4);
+    });
+    co_await std::move(reader);
+    bool spun_until_read = co_await std::move(spinner);
+    sender.join();
+    co_return spun_until_read;
+  }());
+  EXPECT_TRUE(done) << "the read never completed while the worker was busy";
+}
+
 TYPED_TEST(reactor, a_timer_ends_the_reactor_wait) {
   run_on_loop(TestFixture::backend, []() -> corio::task<void> {
     auto listener = tcp_listener::bind(endpoint::loopback_v4(0));

@@ -11,8 +11,10 @@
 // One loop turn: drain the queue of cross-thread cancel requests (each becomes an ASYNC_CANCEL or an
 //   unlink), then one submit-and-wait (io_uring) or epoll_wait, then the finished ops' handles go to
 //   the executor in one schedule_batch (one queue operation and one notification for N completions).
-//   poll() is the same turn with a zero timeout; executors call it on their maintenance tick so a busy
-//   thread still reaps I/O.
+//   poll() is the same turn with a zero timeout; executors call it (a worker: maintain(), which skips
+//   it when a park already turned the reactor since the last tick) so a busy thread still reaps I/O.
+//   Each skipped poll is one io_uring_enter or epoll_wait fewer: under load a worker parks often, and
+//   polls on top of those parks split one batch of completions into several small ones.
 // Multishot (io_uring): a socket's accepts and reads may be served by one multishot op that keeps its
 //   completions in the reactor between operations (io_source.hpp). That state must stay on one
 //   thread, so the slot clears io_request::source (single-shot ops) unless it is exclusive: every
@@ -76,6 +78,16 @@ class io_slot final : private park_backend {
     }
   }
 
+  /// Owning thread, on a busy executor's maintenance tick: poll(), unless the reactor already had a
+  /// turn (a park) since the previous call. Completions then wait at most two ticks while the thread
+  /// is busy, and a thread that parks between ticks pays no extra system call for them.
+  void maintain() noexcept {
+    if (turns_ == turns_at_maintain_) {
+      poll();
+    }
+    turns_at_maintain_ = turns_;
+  }
+
   /// The shutdown steps above. Idempotent; the slot accepts no more operations afterwards.
   void shutdown() noexcept;
 
@@ -122,6 +134,8 @@ class io_slot final : private park_backend {
   reactor* reactor_ = nullptr;  // owning thread; read by wake() only after an op exists
   std::atomic<io_backend> backend_{io_backend::automatic};
   std::size_t pending_ = 0;  // submitted and not yet delivered; owning thread
+  std::uint64_t turns_ = 0;  // loop turns so far; owning thread
+  std::uint64_t turns_at_maintain_ = 0;
   bool shut_down_ = false;
   std::atomic<io_op*> cancels_{nullptr};
   std::size_t batch_size_ = 0;
