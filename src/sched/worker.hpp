@@ -12,7 +12,8 @@
 //   3. the local queue (FIFO);
 //   4. a batch from the injection queue;
 //   5. search: steal half of a random victim's queue, at most half the workers searching at once;
-//   6. park (idle.hpp), with a timeout at this worker's earliest timer.
+//   6. park (idle.hpp), with a timeout at this worker's earliest timer; with I/O in flight, first poll
+//      the reactor for up to 50 us (spin_on_reactor): a peer that answers within that is caught awake.
 // Chains: the run of tasks taken from the slots without a step 3-5 task between them. Its clock
 //   starts at its first slot task and is read once per slot task (chain_clock.hpp: rdtsc where it is
 //   invariant, else steady_clock). Once a chain has run for chain_bound, both slots go to the queue's
@@ -105,6 +106,7 @@ class worker {
   std::coroutine_handle<> take_from_inject();
   std::coroutine_handle<> search();
   void stop_searching();
+  bool spin_on_reactor();
   void park();
   void leave_sleep();
   void push_back(std::coroutine_handle<> handle);

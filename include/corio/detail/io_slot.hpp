@@ -78,6 +78,9 @@ class io_slot final : private park_backend {
     }
   }
 
+  /// Owning thread. Whether an operation is in flight (submitted and not yet delivered).
+  bool has_pending() const noexcept { return pending_ != 0; }
+
   /// Owning thread, on a busy executor's maintenance tick: poll(), unless the reactor already had a
   /// turn (a park) since the previous call. Completions then wait at most two ticks while the thread
   /// is busy, and a thread that parks between ticks pays no extra system call for them.
