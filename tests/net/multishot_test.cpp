@@ -39,13 +39,6 @@ void expect_multishot_ran(corio::io_backend backend, std::uint64_t before) {
   }
 }
 
-corio::task<std::pair<tcp_stream, tcp_stream>> connected_pair() {
-  auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
-  auto client = co_await tcp_stream::connect(listener.local_endpoint());
-  tcp_stream server = co_await listener.accept();
-  co_return std::pair{std::move(client), std::move(server)};
-}
-
 // Reads until `size` bytes arrived, `chunk` bytes at a time at most.
 corio::task<std::string> read_all(tcp_stream& stream, std::size_t size, std::size_t chunk) {
   std::string got;

@@ -33,14 +33,6 @@ template <class Backend>
 class tcp : public backend_test<Backend> {};
 TYPED_TEST_SUITE(tcp, both_backends, backend_names);
 
-// A connected pair on loopback: {client, server}.
-corio::task<std::pair<tcp_stream, tcp_stream>> connected_pair() {
-  auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
-  auto client = co_await tcp_stream::connect(listener.local_endpoint());
-  tcp_stream server = co_await listener.accept();
-  co_return std::pair{std::move(client), std::move(server)};
-}
-
 TYPED_TEST(tcp, read_exact_reports_end_of_stream_when_the_peer_disconnects_mid_message) {
   run_on_loop(TestFixture::backend, []() -> corio::task<void> {
     auto [client, server] = co_await connected_pair();

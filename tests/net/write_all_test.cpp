@@ -29,13 +29,6 @@ template <class Backend>
 class write_all : public backend_test<Backend> {};
 TYPED_TEST_SUITE(write_all, both_backends, backend_names);
 
-corio::task<std::pair<tcp_stream, tcp_stream>> connected_pair() {
-  auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
-  auto client = co_await tcp_stream::connect(listener.local_endpoint());
-  tcp_stream server = co_await listener.accept();
-  co_return std::pair{std::move(client), std::move(server)};
-}
-
 std::vector<std::byte> pattern(std::size_t size) {
   std::vector<std::byte> bytes(size);
   for (std::size_t i = 0; i < size; ++i) {

@@ -21,6 +21,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "support/loops.hpp"
@@ -84,6 +85,14 @@ inline std::span<const std::byte> bytes(std::string_view text) { return std::as_
 
 inline std::string text(std::span<const std::byte> data) {
   return std::string(reinterpret_cast<const char*>(data.data()), data.size());
+}
+
+/// A connected pair on loopback: {client, server}.
+inline task<std::pair<net::tcp_stream, net::tcp_stream>> connected_pair() {
+  auto listener = net::tcp_listener::bind(net::endpoint::loopback_v4(0));
+  auto client = co_await net::tcp_stream::connect(listener.local_endpoint());
+  net::tcp_stream server = co_await listener.accept();
+  co_return std::pair{std::move(client), std::move(server)};
 }
 
 /// Echoes every chunk it reads back whole until the peer closes.
