@@ -115,8 +115,9 @@ template <class Rep, class Period>
 /// result or exception is passed through. If it produced a value anyway, in the same instant as the
 /// deadline and too late to be cancelled, that value is returned rather than dropped, so wrapping a
 /// channel's recv (or anything that consumes) in with_timeout never loses what it took. The deadline
-/// is a timer on the awaiting thread's loop or worker; it costs no frame and no lock, so re-arming it
-/// on every read is cheap. Await it from a corio::task; it is an awaitable, not a task (wrap it in
+/// is a timer on the awaiting thread's loop or worker, or, for a socket operation that io_uring issues
+/// as one request, a timeout the kernel links to that request; either costs no frame and no lock, so
+/// re-arming it on every read is cheap. Await it from a corio::task; it is an awaitable, not a task (wrap it in
 /// one to spawn it). Cancelling the awaiting task cancels the operation as usual.
 ///
 ///     auto n = co_await corio::with_timeout(30s, stream.read_some(buffer));

@@ -37,11 +37,7 @@ bool io_slot::submit(io_op& op) {
     op.result = -ECANCELED;  // unreachable through the executors: nothing runs on a slot after shutdown
     return true;
   }
-  if (reactor_ == nullptr) {
-    reactor_ = make_reactor(requested_, thread_bound_).release();
-    backend_.store(reactor_->kind(), std::memory_order_release);
-    parker_.set_backend(this);
-  }
+  ensure_reactor();
   if (!exclusive_) {
     op.source = nullptr;  // a task here may resume on another thread: no state kept in this reactor
   }
@@ -53,6 +49,38 @@ bool io_slot::submit(io_op& op) {
   }
   ++pending_;
   return false;
+}
+
+reactor& io_slot::ensure_reactor() {
+  if (reactor_ == nullptr) {
+    reactor_ = make_reactor(requested_, thread_bound_).release();
+    backend_.store(reactor_->kind(), std::memory_order_release);
+    parker_.set_backend(this);
+  }
+  return *reactor_;
+}
+
+bool io_slot::link_deadline(io_op& op, std::chrono::steady_clock::time_point deadline) {
+  if (shut_down_) {
+    return false;
+  }
+  reactor& kernel_side = ensure_reactor();
+  if (!exclusive_) {
+    op.source = nullptr;  // as submit() does, so the reactor judges the op it will be given
+  }
+  if (!kernel_side.can_link_deadline(op)) {
+    return false;
+  }
+  // steady_clock counts CLOCK_MONOTONIC (libstdc++ on Linux), the clock the kernel's timeouts use.
+  std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch()).count();
+  ns = ns > 0 ? ns : 0;
+  op.deadline = {.tv_sec = ns / 1'000'000'000, .tv_nsec = ns % 1'000'000'000};
+  op.link_deadline = true;
+  return true;
+}
+
+std::uint64_t io_slot::linked_timeouts() const noexcept {
+  return reactor_ != nullptr ? reactor_->linked_timeouts() : 0;
 }
 
 std::uint64_t io_slot::multishot_completions() const noexcept {
@@ -171,6 +199,16 @@ bool io_awaiter::start(std::coroutine_handle<> self, const std::stop_token* stop
   return true;  // from here the reactor's thread resumes us; it is this thread, so op_ stays ours
 }
 
+bool io_awaiter::offer_deadline(std::chrono::steady_clock::time_point deadline) {
+  io_slot* slot = current_io_slot;
+  return slot != nullptr && slot->link_deadline(op_, deadline);
+}
+
+bool io_awaiter::deadline_expired() const noexcept {
+  bool stopped = stop_ != nullptr && stop_->stop_requested();
+  return op_.link_deadline && (op_.result == -ECANCELED || op_.result == -EINTR) && !stopped;
+}
+
 bool io_awaiter::check() {
   stop_callback_.reset();  // waits for a callback running on another thread
   if (op_.result >= 0) {
@@ -180,7 +218,9 @@ bool io_awaiter::check() {
     return true;
   }
   int error = -op_.result;
-  bool cancelled_here = stop_ != nullptr && stop_->stop_requested() && (error == ECANCELED || error == EINTR);
+  // A linked deadline that fired cancels the op too; with_timeout turns that into corio::timed_out.
+  bool stopped = (stop_ != nullptr && stop_->stop_requested()) || op_.link_deadline;
+  bool cancelled_here = stopped && (error == ECANCELED || error == EINTR);
   if (error_ != nullptr) {
     *error_ = cancelled_here ? std::make_error_code(std::errc::operation_canceled)
                              : std::error_code(error, std::system_category());

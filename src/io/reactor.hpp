@@ -43,6 +43,10 @@ class reactor {
   /// set and nothing is queued), false if it will finish through reap().
   virtual bool submit(io_op& op) noexcept = 0;
 
+  /// Whether submit(op), called next, would issue `op` as one kernel request that a timeout can be
+  /// linked to; if so and op.link_deadline is set, submit links one at op.deadline (io_op.hpp).
+  virtual bool can_link_deadline(const io_op&) const noexcept { return false; }
+
   /// Asks for `op` (submitted here, not yet reported) to stop early. It is still reported by reap().
   virtual void cancel(io_op& op) noexcept = 0;
 
@@ -60,6 +64,8 @@ class reactor {
 
   /// Completions of multishot operations taken so far (io_uring's sockets with an io_source).
   virtual std::uint64_t multishot_completions() const noexcept { return 0; }
+  /// Linked timeouts issued so far (io_uring); for tests.
+  virtual std::uint64_t linked_timeouts() const noexcept { return 0; }
   /// Sockets in the reactor's registered file table now (io_uring); for tests.
   virtual std::size_t registered_files() const noexcept { return 0; }
 };

@@ -15,6 +15,20 @@
 //   wake() writes the eventfd, which completes the read and ends the wait. MSG_RING would need the
 //   waker to own a ring; foreign threads do not.
 // Whole transfers (write_all, io_op.hpp): a short send's CQE re-issues the op for the rest here.
+// Linked timeouts (with_timeout, io_op.hpp "Linked deadlines"): an op that took a deadline is issued
+//   as a pair, the op's SQE with IOSQE_IO_LINK and an IORING_OP_LINK_TIMEOUT after it. Both go into
+//   one submission: next_sqe(2) flushes before the pair if fewer than two entries are free, never
+//   between them (a flush there would send the op alone with a dangling link and the timeout after it
+//   with nothing to link to; tests/net/linked_timeout_test.cpp fills the SQ to catch that). The
+//   timeout is absolute (IORING_TIMEOUT_ABS on the timeouts' default clock, CLOCK_MONOTONIC), so
+//   each re-issue of a whole transfer carries the same deadline, and its timespec lives in the op,
+//   whose frame outlives the submission (the kernel copies it when it prepares the SQE). The timeout's
+//   CQE carries ignored_tag: it never touches the op, which may be gone by then. Its outcomes: the op
+//   completes first (the timeout then completes -ECANCELED, ignored); the deadline passes first (the
+//   kernel cancels the op, whose CQE says -ECANCELED while its state is still in_flight, and the
+//   awaiter reads that as the deadline); an ASYNC_CANCEL for the op (outer cancellation) takes both.
+//   A pending timeout holds no user memory, so shutdown waits only for the ops' CQEs: ASYNC_CANCEL_ANY
+//   cancels the timeouts along with everything else, and any left are dropped with the ring.
 // Cancellation: cancel() queues IORING_OP_ASYNC_CANCEL for the op's address; the op then completes
 //   with -ECANCELED (or with its real result if it won the race) and the buffer it names stays valid
 //   because its frame stays suspended until that completion is reported.
@@ -95,7 +109,7 @@ uring_reactor::~uring_reactor() {
 }
 
 bool uring_reactor::submit(io_op& op) noexcept {
-  if (op.source != nullptr && multishot_ && op.kind != io_kind::send && (op.kind == io_kind::accept || op.length != 0)) {
+  if (serves_from_source(op)) {
     return submit_with_source(op);
   }
   prep_single(op);
@@ -104,7 +118,7 @@ bool uring_reactor::submit(io_op& op) noexcept {
 }
 
 void uring_reactor::prep_single(io_op& op) noexcept {
-  io_uring_sqe* sqe = next_sqe();
+  io_uring_sqe* sqe = next_sqe(op.link_deadline ? 2 : 1);  // a linked pair: both in one submission
   switch (op.kind) {
     case io_kind::recv:
       io_uring_prep_recv(sqe, op.fd, op.buffer, op.length, 0);
@@ -130,6 +144,13 @@ void uring_reactor::prep_single(io_op& op) noexcept {
     use_fixed_file(sqe, *op.source);
   }
   io_uring_sqe_set_data64(sqe, reinterpret_cast<std::uintptr_t>(&op));
+  if (op.link_deadline) {
+    sqe->flags |= IOSQE_IO_LINK;
+    io_uring_sqe* timeout = io_uring_get_sqe(&ring_);  // reserved above: the SQ is not flushed in between
+    io_uring_prep_link_timeout(timeout, &op.deadline, IORING_TIMEOUT_ABS);
+    io_uring_sqe_set_data64(timeout, ignored_tag);
+    ++linked_timeouts_;
+  }
 }
 
 void uring_reactor::cancel(io_op& op) noexcept {
@@ -181,13 +202,11 @@ void uring_reactor::cancel_all_and_reap(completion_sink sink) noexcept {
   }
 }
 
-io_uring_sqe* uring_reactor::next_sqe() noexcept {
-  io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-  while (sqe == nullptr) {  // the SQ is full: hand this turn's entries to the kernel early
+io_uring_sqe* uring_reactor::next_sqe(unsigned room) noexcept {
+  while (io_uring_sq_space_left(&ring_) < room) {  // the SQ is full: hand this turn's entries to the kernel early
     io_uring_submit(&ring_);
-    sqe = io_uring_get_sqe(&ring_);
   }
-  return sqe;
+  return io_uring_get_sqe(&ring_);
 }
 
 void uring_reactor::arm_wake() noexcept {

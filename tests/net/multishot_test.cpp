@@ -236,7 +236,7 @@ std::size_t registered_files() { return corio::detail::current_io_slot->register
 // On io_uring a stream with a source sends and receives through the registered file table. Closing it
 // must take it out of the table: otherwise the table keeps the file, and the connection, open.
 TYPED_TEST(multishot, a_stream_in_the_registered_file_table_leaves_it_when_closed_here_or_elsewhere) {
-  const std::size_t per_stream = TestFixture::backend == corio::io_backend::io_uring ? 1 : 0;
+  std::size_t per_stream = TestFixture::backend == corio::io_backend::io_uring ? 1 : 0;
   run_on_loop(TestFixture::backend, [per_stream]() -> corio::task<void> {
     std::byte buffer[16];
     for (bool elsewhere : {false, true}) {

@@ -87,6 +87,14 @@ inline std::string text(std::span<const std::byte> data) {
   return std::string(reinterpret_cast<const char*>(data.data()), data.size());
 }
 
+/// A connected pair on loopback: {client, server}.
+inline task<std::pair<net::tcp_stream, net::tcp_stream>> connected_pair() {
+  auto listener = net::tcp_listener::bind(net::endpoint::loopback_v4(0));
+  auto client = co_await net::tcp_stream::connect(listener.local_endpoint());
+  net::tcp_stream server = co_await listener.accept();
+  co_return std::pair{std::move(client), std::move(server)};
+}
+
 /// Echoes every chunk it reads back whole until the peer closes.
 inline task<void> echo_connection(net::tcp_stream stream) {
   std::byte buffer[4096];
@@ -106,14 +114,6 @@ inline task<std::string> echo_once(net::endpoint server, std::string message) {
   std::string reply(message.size(), '\0');
   co_await stream.read_exact(std::as_writable_bytes(std::span(reply)));
   co_return reply;
-}
-
-/// A connected pair on loopback: {client, server}.
-inline task<std::pair<net::tcp_stream, net::tcp_stream>> connected_pair() {
-  auto listener = net::tcp_listener::bind(net::endpoint::loopback_v4(0));
-  auto client = co_await net::tcp_stream::connect(listener.local_endpoint());
-  net::tcp_stream server = co_await listener.accept();
-  co_return std::pair{std::move(client), std::move(server)};
 }
 
 }  // namespace corio::test

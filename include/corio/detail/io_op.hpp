@@ -41,13 +41,29 @@
 //   that arrives after that re-issue targets the new request, which has the same address as user_data.
 //   Stopped part-way, the op is reported with a non-negative result and transferred < whole_size,
 //   which the awaiter turns into the cancellation.
+// Linked deadlines (with_timeout around an op, timeout_awaiter.hpp): before starting the op, the
+//   timeout awaiter offers it the deadline (offer_deadline). The op's slot takes it only when its
+//   reactor will issue the op as one plain SQE (io_uring, no multishot source): then the deadline rides
+//   with the op in the kernel (IORING_OP_LINK_TIMEOUT, uring_reactor.cpp) and no timer is armed. The
+//   answer is final and given before anything is armed or submitted (by construction: offer and
+//   submit run back to back on the submitting thread); a refused deadline leaves the op as submit()
+//   would see it anyway, and the awaiter arms its timer as before. A taken deadline that fires completes the op
+//   with -ECANCELED while nobody requested a cancel: the state machine above does not change (it is a
+//   completion like any other), and the awaiter reads it as its deadline (deadline_expired). A stop
+//   requested on the op's token (the outer task's cancellation, forwarded) counts first: the op was
+//   cancelled, not timed out, whichever of the two the kernel acted on.
+//   The timeout request itself never points into the frame once submitted (the kernel copies the
+//   timespec when it prepares the SQE), so "the kernel never holds an op whose frame is gone" (above)
+//   needs only the op's own completion.
 // Rejected: a per-reactor map from ids to ops (a look-up per completion, and still a lifetime problem);
 //   letting the stop callback touch the ring itself (io_uring's submission queue is single-producer,
 //   and SINGLE_ISSUER makes a second submitter an error); resuming with corio::cancelled at once on
 //   stop and leaving the kernel op behind (the kernel would write into a freed frame).
+#include <linux/time_types.h>
 #include <sys/socket.h>
 
 #include <atomic>
+#include <chrono>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
@@ -97,6 +113,11 @@ struct io_op : io_request {
   io_op* next_cancel = nullptr;  // the slot's queue of cancel requests
   bool started = false;          // epoll connect: connect() was issued, now waiting for writability
   std::size_t transferred = 0;   // whole transfers: bytes sent so far, the last completion's included
+  /// Set by io_slot::link_deadline (the slot took a deadline for this op): every SQE issued for the op,
+  /// re-issues of a whole transfer included, carries a linked timeout at `deadline`, an absolute
+  /// CLOCK_MONOTONIC time (std::chrono::steady_clock's epoch), read by the kernel at submission.
+  bool link_deadline = false;
+  __kernel_timespec deadline{};
 
   /// Reactor thread, after a whole transfer's syscall or completion returned `result`: counts the
   /// bytes and, if some remain, points the request at them and returns true (issue it again, unless
@@ -138,6 +159,14 @@ class io_awaiter {
 
   bool await_ready() const noexcept { return false; }
 
+  /// with_timeout's hook, on the awaiting thread before await_suspend: asks this thread's reactor to
+  /// carry `deadline` with the operation (a linked timeout). True: it will, and the caller arms no
+  /// timer of its own; false: nothing changed. Throws std::system_error if the reactor cannot be created.
+  bool offer_deadline(std::chrono::steady_clock::time_point deadline);
+  /// After resumption: whether a deadline taken by offer_deadline ended the operation (it completed
+  /// cancelled, and no stop was requested on its token).
+  bool deadline_expired() const noexcept;
+
  protected:
   template <class Promise>
   bool start(std::coroutine_handle<Promise> self) {
@@ -148,8 +177,8 @@ class io_awaiter {
   bool start(std::coroutine_handle<> self, const std::stop_token* stop);
 
   /// After resumption: true if the operation succeeded (op_.result >= 0). Otherwise throws
-  /// corio::cancelled (the task was cancelled) or std::system_error naming the operation, or, in the
-  /// error_code form, stores the error and returns false.
+  /// corio::cancelled (the task was cancelled, or a deadline it took expired) or std::system_error
+  /// naming the operation, or, in the error_code form, stores the error and returns false.
   bool check();
 
   io_op op_;

@@ -20,7 +20,7 @@
 //   thread, so the slot clears io_request::source (single-shot ops) unless it is exclusive: every
 //   task its executor resumes runs on this thread (an event loop; the worker of a one-worker
 //   runtime, set by worker::run; in a larger runtime tasks are stolen between workers).
-// Threads: submit(), poll(), shutdown() and the park on the owning thread (the loop's or worker's);
+// Threads: submit(), link_deadline(), poll(), shutdown() and the park on the owning thread (the loop's or worker's);
 //   request_cancel() (via a stop callback) and wake() from any thread.
 // Cancel queue: an intrusive Treiber stack of io_ops (`cancels_`): pushed with a release CAS by stop
 //   callbacks, taken whole with an acquire exchange by the owning thread (see io_op.hpp for the op
@@ -68,6 +68,13 @@ class io_slot final : private park_backend {
   /// Throws std::system_error if the reactor cannot be created.
   bool submit(io_op& op);
 
+  /// Owning thread, just before submit(op) (io_op.hpp, "Linked deadlines"). If the reactor will issue
+  /// `op` as one plain request that a timeout can be linked to (io_uring, no multishot source), stores
+  /// `deadline` in op and returns true; otherwise returns false and leaves op as it was, save for
+  /// dropping a source that submit() would drop too. Creates the reactor on first use (may throw, as
+  /// submit() does).
+  bool link_deadline(io_op& op, std::chrono::steady_clock::time_point deadline);
+
   /// Any thread. The stop callback path of io_op.hpp's state diagram.
   void request_cancel(io_op& op) noexcept;
 
@@ -101,6 +108,8 @@ class io_slot final : private park_backend {
 
   /// Owning thread. Completions the reactor took from multishot operations so far (0 on epoll).
   std::uint64_t multishot_completions() const noexcept;
+  /// Owning thread. Linked timeouts the reactor issued so far (0 on epoll); for tests.
+  std::uint64_t linked_timeouts() const noexcept;
   /// Owning thread. Sockets in the reactor's registered file table now (0 on epoll).
   std::size_t registered_files() const noexcept;
 
@@ -120,6 +129,7 @@ class io_slot final : private park_backend {
   };
 
  private:
+  reactor& ensure_reactor();
   void park(std::optional<std::chrono::nanoseconds> timeout) noexcept override;
   void wake() noexcept override;
   void turn(std::optional<std::chrono::nanoseconds> timeout) noexcept;

@@ -1,34 +1,51 @@
 #pragma once
 // with_timeout without a coroutine of its own: one awaiter that wraps the operand's awaiter, arms a
-// timer on the awaiting thread, and cancels the operand through the stop token when it fires.
+// timer on the awaiting thread, and cancels the operand through the stop token when it fires (or
+// hands the deadline to an operand that carries it itself: io_uring's linked timeouts).
 //
 // Design note.
 // Purpose: `co_await with_timeout(30s, stream.read_some(buf))` on every read of every connection must
 //   cost little more than the read: no frame for the race, no frame for a sleep, no exception for the
 //   sleep that lost, no lock. The common case (the operand wins) is one heap push and one heap removal
-//   on the thread's own timer_queue plus a stop callback registration.
+//   on the thread's own timer_queue plus a stop callback registration; for a socket operation on
+//   io_uring, no timer at all (one more SQE in the same submission).
 // How the operand sees the deadline: every corio awaitable takes its cancellation token from the
 //   awaiting coroutine's promise (promise_base::stop_) in its await_suspend. For the duration of the
 //   await, the awaiter points that promise at its own token, requested by the timer's callback and by
 //   the awaiting task's own token (a forwarding stop_callback); await_resume points it back. Nothing
 //   else reads a suspended coroutine's promise token, and a task operand started from here inherits
 //   the awaiter's token for its chain, which finishes before await_resume.
+// Deadline hand-off: an operand's awaiter may carry the deadline itself (a corio socket operation on
+//   io_uring: a timeout linked to its kernel request, io_op.hpp "Linked deadlines"). It says so through
+//   two members, found by name: `bool offer_deadline(time_point)`, asked once before the operand
+//   starts and before anything is armed (true: taken, so no timer is armed), and
+//   `bool deadline_expired()`, asked after resumption (the taken deadline ended the operation). Either
+//   way one deadline exists, never two, and the rest below is the same: the stop token is still
+//   swapped (outer cancellation reaches the operand through it), a value the operand produced is still
+//   returned, and an outer cancellation still wins over the deadline.
 // Sequence:
 //   await_ready: builds the operand's awaiter (in place); ready at once: no timer, no token.
-//   await_suspend: forward the outer token, arm the timer, swap the token, the operand's await_suspend.
+//   await_suspend: forward the outer token, offer the deadline (or else arm the timer), swap the
+//     token, the operand's await_suspend.
 //     Once that returned "suspended", another thread may resume us: touch nothing. If it throws, undo.
 //   timer fires (owning thread): request stop on the awaiter's source; the operand's stop callback
 //     cancels it (io_uring ASYNC_CANCEL, epoll unlink, a channel waiter's claim...), and it completes.
+//   a taken deadline passes: the operand ends itself (the kernel cancels the op) and says so later.
 //   await_resume (the thread that resumed us): swap the token back, disarm (waits for a callback in
 //     flight), drop the forwarding callback (waits likewise), then the operand's await_resume. If the
-//     deadline fired and the outer task was not cancelled, an exception from the operand (its
-//     corio::cancelled) becomes corio::timed_out; a value it produced is returned (never dropped).
+//     deadline fired (the timer's callback ran, or the operand's deadline_expired()) and the outer
+//     task was not cancelled, an exception from the operand (its corio::cancelled) becomes
+//     corio::timed_out; a value it produced is returned (never dropped).
 // A frame destroyed while suspended here (shutdown): the destructor disarms (waiting for a callback in
 //   flight), then the operand's awaiter, the forwarding callback and the source go, in that order.
 // Memory order: the stop source and the timer entry carry their own (std::stop_source is thread-safe;
 //   timer_queue.hpp); what the operand's completion wrote reaches us through its executor's schedule.
-// Rejected: when_any of the operand and a sleep (the old with_timeout: three frames, and the losing
-//   sleep completed by throwing corio::cancelled, ~14k instructions of unwinding per read).
+// Rejected: arming the timer and disarming it once an io operand took the deadline (a heap push and
+//   removal per read for nothing); arming it after the operand started when not taken (a bad_alloc
+//   from arm() would then leave a started operation behind an exception); when_any of the operand and
+//   a sleep (the old with_timeout: three frames, and the losing sleep completed by throwing
+//   corio::cancelled, ~14k instructions of unwinding per read).
+#include <concepts>
 #include <coroutine>
 #include <optional>
 #include <stop_token>
@@ -108,7 +125,9 @@ class timeout_awaiter : private timer {
       forward_.emplace(*outer_, request_stop_of{&source_.source});
     }
     try {
-      arm();
+      if (!offer_deadline()) {
+        arm();
+      }
       chain.stop_ = &token_;
       return inner_->awaiter.await_suspend(self);
     } catch (...) {
@@ -121,7 +140,7 @@ class timeout_awaiter : private timer {
     if (chain_ == nullptr) {
       return inner_->awaiter.await_resume();  // was ready at once
     }
-    bool deadline_passed = !undo();
+    bool deadline_passed = !undo() || deadline_expired();
     if (!deadline_passed || (outer_ != nullptr && outer_->stop_requested())) {
       return inner_->awaiter.await_resume();
     }
@@ -151,6 +170,28 @@ class timeout_awaiter : private timer {
     cached_source& operator=(const cached_source&) = delete;
     ~cached_source() { stop_source_cache::give_back(source); }
   };
+
+  using operand_awaiter = std::remove_cvref_t<awaiter_t<Awaitable>>;
+  static constexpr bool takes_deadline =
+      requires(operand_awaiter& a, const operand_awaiter& c, timer::clock::time_point d) {
+    { a.offer_deadline(d) } -> std::same_as<bool>;
+    { c.deadline_expired() } -> std::same_as<bool>;
+  };
+
+  bool offer_deadline() {
+    if constexpr (takes_deadline) {
+      return inner_->awaiter.offer_deadline(deadline());
+    } else {
+      return false;
+    }
+  }
+  bool deadline_expired() const noexcept {
+    if constexpr (takes_deadline) {
+      return inner_->awaiter.deadline_expired();
+    } else {
+      return false;
+    }
+  }
 
   static void on_fire(timer& t) noexcept { static_cast<timeout_awaiter&>(t).source_.source.request_stop(); }
 
