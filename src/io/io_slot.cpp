@@ -37,10 +37,7 @@ bool io_slot::submit(io_op& op) {
     op.result = -ECANCELED;  // unreachable through the executors: nothing runs on a slot after shutdown
     return true;
   }
-  ensure_reactor();
-  if (!exclusive_) {
-    op.source = nullptr;  // a task here may resume on another thread: no state kept in this reactor
-  }
+  prepare(op);
   op.slot = this;
   op.state.store(io_state::in_flight, std::memory_order_relaxed);  // published to a stop callback by its registration
   if (reactor_->submit(op)) {
@@ -60,15 +57,19 @@ reactor& io_slot::ensure_reactor() {
   return *reactor_;
 }
 
+reactor& io_slot::prepare(io_op& op) {
+  reactor& kernel_side = ensure_reactor();
+  if (!exclusive_) {
+    op.source = nullptr;  // a task here may resume on another thread: no state kept in this reactor
+  }
+  return kernel_side;
+}
+
 bool io_slot::link_deadline(io_op& op, std::chrono::steady_clock::time_point deadline) {
   if (shut_down_) {
     return false;
   }
-  reactor& kernel_side = ensure_reactor();
-  if (!exclusive_) {
-    op.source = nullptr;  // as submit() does, so the reactor judges the op it will be given
-  }
-  if (!kernel_side.can_link_deadline(op)) {
+  if (!prepare(op).can_link_deadline(op)) {
     return false;
   }
   // steady_clock counts CLOCK_MONOTONIC (libstdc++ on Linux), the clock the kernel's timeouts use.

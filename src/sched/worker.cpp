@@ -19,6 +19,10 @@ constexpr auto chain_bound = std::chrono::milliseconds(1);
 constexpr std::size_t inject_batch = worker::queue_capacity / 2;
 
 std::coroutine_handle<> as_handle(void* address) noexcept { return std::coroutine_handle<>::from_address(address); }
+
+bool is_due(std::optional<timer_queue::clock::duration> until_timer) noexcept {
+  return until_timer && *until_timer <= timer_queue::clock::duration::zero();
+}
 }  // namespace
 
 worker::worker(scheduler& owner, std::size_t index, io_backend backend) noexcept
@@ -226,9 +230,7 @@ bool worker::spin_on_reactor() {
   const auto give_up = std::chrono::steady_clock::now() + reactor_spin;
   do {
     io_.poll();
-    auto until_timer = timers_.time_until_earliest();
-    if (lifo_ || after_lifo_ || has_queued_work() || owner_.work_visible() ||
-        (until_timer && *until_timer <= timer_queue::clock::duration::zero())) {
+    if (lifo_ || after_lifo_ || has_queued_work() || owner_.work_visible() || is_due(timers_.time_until_earliest())) {
       return true;
     }
   } while (io_.has_pending() && std::chrono::steady_clock::now() < give_up);
@@ -242,7 +244,7 @@ void worker::park() {
   idle_workers& idle = owner_.idle();
   idle.begin_sleep(index_, std::exchange(searching_, false));
   auto until_timer = timers_.time_until_earliest();
-  bool timer_due = until_timer && *until_timer <= timer_queue::clock::duration::zero();
+  bool timer_due = is_due(until_timer);
   if (owner_.work_visible() || owner_.draining() || timer_due) {
     leave_sleep();
     return;

@@ -130,6 +130,8 @@ class io_slot final : private park_backend {
 
  private:
   reactor& ensure_reactor();
+  /// The reactor, with `op` made fit for it: its source dropped unless this slot is exclusive.
+  reactor& prepare(io_op& op);
   void park(std::optional<std::chrono::nanoseconds> timeout) noexcept override;
   void wake() noexcept override;
   void turn(std::optional<std::chrono::nanoseconds> timeout) noexcept;
