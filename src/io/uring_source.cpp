@@ -54,9 +54,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
+#include <iterator>
 
 #include <corio/detail/io_slot.hpp>
+#include <corio/detail/ring.hpp>
 
 #include "io/uring_reactor.hpp"
 
@@ -79,7 +80,10 @@ struct io_source {
   io_source* prev = nullptr;
   io_source* next = nullptr;
   io_op* waiter = nullptr;
-  std::deque<entry> queue;
+  // Completions not yet taken: a request/response socket holds one at a time, so a few slots inside
+  // the source serve it without touching another cache line (a std::deque is two more allocations).
+  entry queue_slots[4];
+  ring<entry> queue{queue_slots, std::size(queue_slots)};
   bool armed = false;
   bool cancelling = false;  // ASYNC_CANCEL sent for the armed multishot
   bool released = false;    // the socket let go
@@ -372,13 +376,13 @@ void uring_reactor::detach_all_parked() noexcept {
 }
 
 void uring_reactor::drop_queued(io_source& source) noexcept {
-  for (io_source::entry& each : source.queue) {
+  source.queue.for_each([&](const io_source::entry& each) {
     if (source.kind == io_kind::recv && each.result > 0) {
       recycle(each.buffer);
     } else if (source.kind == io_kind::accept && each.result >= 0) {
       ::close(each.result);
     }
-  }
+  });
   source.queue.clear();
 }
 
@@ -451,11 +455,11 @@ void release_io_source(io_source* source) noexcept {
   if (source->state.compare_exchange_strong(live, io_source::life::released, std::memory_order_acq_rel)) {
     return;
   }
-  for (io_source::entry& each : source->queue) {
+  source->queue.for_each([&](const io_source::entry& each) {
     if (source->kind == io_kind::accept && each.result >= 0) {
       ::close(each.result);
     }
-  }
+  });
   delete source;
 }
 

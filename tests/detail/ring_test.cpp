@@ -66,4 +66,26 @@ TEST(ring, grows_past_lent_slots_keeping_order) {
   EXPECT_EQ(pop(r), (strings{"w", "x", "y", "z"}));
 }
 
+// In place, as a socket's completion queue uses it: the front is updated while it stays queued, and
+// for_each visits oldest first across a wrap and after growing.
+TEST(ring, front_pop_front_and_for_each_see_fifo_order_across_wrap_and_growth) {
+  lent_slots<3> slots;
+  ring<std::string> r(slots.data(), 3);
+  r.push_back("a");
+  r.push_back("b");
+  r.front() += "!";
+  EXPECT_EQ(r.front(), "a!");
+  r.pop_front();
+  r.push_back("c");
+  r.push_back("d");  // wraps to slot 0
+  strings seen;
+  r.for_each([&](const std::string& each) { seen.push_back(each); });
+  EXPECT_EQ(seen, (strings{"b", "c", "d"}));
+  r.push_back("e");  // full: grows
+  seen.clear();
+  r.for_each([&](const std::string& each) { seen.push_back(each); });
+  EXPECT_EQ(seen, (strings{"b", "c", "d", "e"}));
+  EXPECT_EQ(pop(r), (strings{"b", "c", "d", "e"}));
+}
+
 }  // namespace

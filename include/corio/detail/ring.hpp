@@ -1,6 +1,6 @@
 #pragma once
-// detail::ring<T>: the FIFO of values buffered in a channel. Not thread-safe (the channel's lock
-// guards it).
+// detail::ring<T>: the FIFO of values buffered in a channel, and of the completions an io_uring socket
+// keeps between reads (uring_source.cpp). Not thread-safe (the channel's lock, or the reactor's thread).
 //
 // Storage: slots the caller lends at construction (a bounded channel co-allocates them with its
 // state, so a channel is one allocation) or slots the ring allocates itself. It grows only when a
@@ -56,13 +56,28 @@ class ring {
     ++size_;
   }
 
-  /// Moves the first value into `out` and removes it. Precondition: !empty().
-  void pop_front_into(std::optional<T>& out) noexcept {
-    T& front = slots_[head_];
-    out.emplace(std::move(front));
-    std::destroy_at(&front);
+  /// The first value. Precondition: !empty().
+  T& front() noexcept { return slots_[head_]; }
+
+  /// Removes the first value. Precondition: !empty().
+  void pop_front() noexcept {
+    std::destroy_at(slots_ + head_);
     --size_;
     head_ = size_ == 0 || head_ + 1 == capacity_ ? 0 : head_ + 1;
+  }
+
+  /// Moves the first value into `out` and removes it. Precondition: !empty().
+  void pop_front_into(std::optional<T>& out) noexcept {
+    out.emplace(std::move(front()));
+    pop_front();
+  }
+
+  /// Calls `visit` with each value, oldest first.
+  template <class Visit>
+  void for_each(Visit&& visit) {
+    for (std::size_t i = 0; i < size_; ++i) {
+      visit(slots_[wrap(head_ + i)]);
+    }
   }
 
   /// Destroys every value, oldest first.
