@@ -55,6 +55,13 @@
 //   The timeout request itself never points into the frame once submitted (the kernel copies the
 //   timespec when it prepares the SQE), so "the kernel never holds an op whose frame is gone" (above)
 //   needs only the op's own completion.
+// Deadlines on the timer path (with_timeout around an op whose slot refused the deadline: multishot
+//   reads and accepts, epoll): the timer's callback runs on the thread that armed it, which is the
+//   op's reactor thread, and calls cancel_for_deadline(): the same request_io_cancel a stop callback
+//   makes, and a flag that check() reads like link_deadline. It needs no stop source, no forwarding
+//   callback and no token swap in with_timeout, and the op's own stop callback stays on the task's
+//   token. The flag is written before the timer's callback returns and read after the awaiter's
+//   disarm, which waits for that callback (timer_queue.hpp), so the two never race.
 // Rejected: a per-reactor map from ids to ops (a look-up per completion, and still a lifetime problem);
 //   letting the stop callback touch the ring itself (io_uring's submission queue is single-producer,
 //   and SINGLE_ISSUER makes a second submitter an error); resuming with corio::cancelled at once on
@@ -163,9 +170,14 @@ class io_awaiter {
   /// carry `deadline` with the operation (a linked timeout). True: it will, and the caller arms no
   /// timer of its own; false: nothing changed. Throws std::system_error if the reactor cannot be created.
   bool offer_deadline(std::chrono::steady_clock::time_point deadline);
-  /// After resumption: whether a deadline taken by offer_deadline ended the operation (it completed
-  /// cancelled, and no stop was requested on its token).
+  /// After resumption: whether a deadline taken by offer_deadline, or one that called
+  /// cancel_for_deadline, ended the operation (it completed cancelled, and no stop was requested on
+  /// its token).
   bool deadline_expired() const noexcept;
+  /// with_timeout's timer, on the thread that armed it (this op's reactor thread), while the awaiting
+  /// coroutine is suspended here: cancels the operation as a stop request would, without with_timeout
+  /// having to give the operand a stop token of its own (see "Deadlines on the timer path" above).
+  void cancel_for_deadline() noexcept;
 
  protected:
   template <class Promise>
@@ -194,6 +206,7 @@ class io_awaiter {
   const char* what_;
   std::error_code* error_;
   const std::stop_token* stop_ = nullptr;
+  bool deadline_cancel_ = false;  // cancel_for_deadline ran (written before the timer's disarm returns)
   std::optional<std::stop_callback<on_stop>> stop_callback_;
 };
 

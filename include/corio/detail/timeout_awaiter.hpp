@@ -15,6 +15,11 @@
 //   the awaiting task's own token (a forwarding stop_callback); await_resume points it back. Nothing
 //   else reads a suspended coroutine's promise token, and a task operand started from here inherits
 //   the awaiter's token for its chain, which finishes before await_resume.
+// Self-cancelling operands: an operand's awaiter with `void cancel_for_deadline() noexcept` (every corio
+//   socket operation) is cancelled by the timer's callback calling it, on the thread that armed the
+//   timer, which is the operation's reactor thread. Then no stop source is taken, nothing is forwarded
+//   and the chain's token is not swapped: the operand keeps its stop callback on the task's own token,
+//   and one stop source, one forwarding registration and two token swaps per await are saved.
 // Deadline hand-off: an operand's awaiter may carry the deadline itself (a corio socket operation on
 //   io_uring: a timeout linked to its kernel request, io_op.hpp "Linked deadlines"). It says so through
 //   two members, found by name: `bool offer_deadline(time_point)`, asked once before the operand
@@ -30,6 +35,7 @@
 //     Once that returned "suspended", another thread may resume us: touch nothing. If it throws, undo.
 //   timer fires (owning thread): request stop on the awaiter's source; the operand's stop callback
 //     cancels it (io_uring ASYNC_CANCEL, epoll unlink, a channel waiter's claim...), and it completes.
+//     A self-cancelling operand is cancelled directly (cancel_for_deadline), to the same effect.
 //   a taken deadline passes: the operand ends itself (the kernel cancels the op) and says so later.
 //   await_resume (the thread that resumed us): swap the token back, disarm (waits for a callback in
 //     flight), drop the forwarding callback (waits likewise), then the operand's await_resume. If the
@@ -125,16 +131,20 @@ class timeout_awaiter : private timer {
     promise_base& chain = self.promise();
     chain_ = &chain;
     outer_ = chain.stop_;
-    source_.source = stop_source_cache::take();
-    token_ = source_.source.get_token();
-    if (outer_ != nullptr && outer_->stop_possible()) {
-      forward_.emplace(*outer_, request_stop_of{&source_.source});
+    if constexpr (!cancels_itself) {
+      source_.source = stop_source_cache::take();
+      token_ = source_.source.get_token();
+      if (outer_ != nullptr && outer_->stop_possible()) {
+        forward_.emplace(*outer_, request_stop_of{&source_.source});
+      }
     }
     try {
       if (!offer_deadline()) {
         arm();
       }
-      chain.stop_ = &token_;
+      if constexpr (!cancels_itself) {
+        chain.stop_ = &token_;
+      }
       return inner_->awaiter.await_suspend(self);
     } catch (...) {
       undo();
@@ -184,6 +194,12 @@ class timeout_awaiter : private timer {
     { c.deadline_expired() } -> std::same_as<bool>;
   };
 
+  // A corio socket operation cancels itself when the timer fires (io_op.hpp, "Deadlines on the timer
+  // path"): no stop source of our own, no forwarding, no token swap.
+  static constexpr bool cancels_itself = requires(operand_awaiter& a) {
+    { a.cancel_for_deadline() } noexcept;
+  };
+
   bool offer_deadline() {
     if constexpr (takes_deadline) {
       return inner_->awaiter.offer_deadline(deadline());
@@ -199,7 +215,14 @@ class timeout_awaiter : private timer {
     }
   }
 
-  static void on_fire(timer& t) noexcept { static_cast<timeout_awaiter&>(t).source_.source.request_stop(); }
+  static void on_fire(timer& t) noexcept {
+    auto& self = static_cast<timeout_awaiter&>(t);
+    if constexpr (cancels_itself) {
+      self.inner_->awaiter.cancel_for_deadline();
+    } else {
+      self.source_.source.request_stop();
+    }
+  }
 
   // Points the chain back at its own token, disarms and drops the forwarding. Returns what disarm()
   // returned (false: the deadline fired).
