@@ -207,12 +207,12 @@ bool io_awaiter::offer_deadline(std::chrono::steady_clock::time_point deadline) 
 
 bool io_awaiter::deadline_expired() const noexcept {
   bool stopped = stop_ != nullptr && stop_->stop_requested();
-  return (op_.link_deadline || deadline_cancel_) && (op_.result == -ECANCELED || op_.result == -EINTR) && !stopped;
+  return deadline_may_cancel() && (op_.result == -ECANCELED || op_.result == -EINTR) && !stopped;
 }
 
 void io_awaiter::cancel_for_deadline() noexcept {
   deadline_cancel_ = true;
-  if (op_.slot != nullptr) {  // null: never submitted (cancelled before it started, or finished at once)
+  if (op_.slot != nullptr) {  // null: never submitted (its task was cancelled before it started)
     request_io_cancel(op_);
   }
 }
@@ -228,7 +228,7 @@ bool io_awaiter::check() {
   int error = -op_.result;
   // A deadline that fired (linked, or through cancel_for_deadline) cancels the op too; with_timeout
   // turns that into corio::timed_out.
-  bool stopped = (stop_ != nullptr && stop_->stop_requested()) || op_.link_deadline || deadline_cancel_;
+  bool stopped = (stop_ != nullptr && stop_->stop_requested()) || deadline_may_cancel();
   bool cancelled_here = stopped && (error == ECANCELED || error == EINTR);
   if (error_ != nullptr) {
     *error_ = cancelled_here ? std::make_error_code(std::errc::operation_canceled)

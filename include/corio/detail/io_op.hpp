@@ -202,6 +202,9 @@ class io_awaiter {
   };
 
   [[noreturn]] static void abandoned_in_flight() noexcept;
+  /// A deadline may be what cancelled the op: it carried a linked timeout, or the timer's callback
+  /// called cancel_for_deadline.
+  bool deadline_may_cancel() const noexcept { return op_.link_deadline || deadline_cancel_; }
 
   const char* what_;
   std::error_code* error_;

@@ -70,9 +70,11 @@ namespace corio::detail {
 /// Stop sources this thread's with_timeout awaits used and never requested, kept for the next ones: a
 /// std::stop_source allocates its state, and the common await (the operand wins) leaves it as new. A
 /// source is given back only after every callback on it and every token of it is gone. Up to
-/// `capacity` (8 KiB of handles per thread): a batch of N reads completing gives back N sources
-/// before the next reads take them, so a small cache overflows and refills under load (with 16, a
-/// third of the awaits of a 300-connection echo server allocated one).
+/// `capacity` (8 KiB of handles per thread): a batch of N awaits completing gives back N sources
+/// before the next awaits take them, so a small cache overflows and refills under load (with 16, a
+/// third of the reads of a 300-connection echo server allocated one, measured before socket
+/// operations stopped using sources: they cancel themselves, see below; channel and sync waits
+/// under with_timeout still do).
 class stop_source_cache {
  public:
   static std::stop_source take() {
