@@ -6,6 +6,7 @@
 #include <utility>
 
 #include <corio/detail/awaitable_traits.hpp>
+#include <corio/detail/stop_state.hpp>
 #include <corio/task.hpp>
 #include <corio/when_any.hpp>
 
@@ -17,14 +18,12 @@ struct cancellation_query {
   bool await_ready() const noexcept { return false; }
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> self) noexcept {
-    const std::stop_token* stop = stop_token_of(self);
+    stop_state* stop = stop_token_of(self);
     requested_ = stop != nullptr && stop->stop_requested();
     return false;
   }
   bool await_resume() const noexcept { return requested_; }
 };
-
-inline const std::stop_token never_stops{};
 
 template <class Awaitable>
 task<await_result_t<Awaitable>> as_task(Awaitable awaitable) {
@@ -77,7 +76,7 @@ task<T> with_stop_token(std::stop_token token, task<T> body) {
   }
   detail::race_cancellation cancellation(co_await detail::current_stop_token{});
   struct request {
-    std::stop_source* source;
+    detail::stop_state* source;
     void operator()() const noexcept { source->request_stop(); }
   };
   std::stop_callback<request> bridge(std::move(token), request{&cancellation.source()});

@@ -7,7 +7,6 @@
 #include <type_traits>
 #include <optional>
 #include <stdexcept>
-#include <stop_token>
 #include <thread>
 #include <utility>
 
@@ -15,6 +14,7 @@
 #include <corio/detail/executor.hpp>
 #include <corio/detail/promise_base.hpp>
 #include <corio/detail/root.hpp>
+#include <corio/detail/stop_state.hpp>
 #include <corio/errors.hpp>
 #include <corio/task.hpp>
 
@@ -99,7 +99,7 @@ class [[nodiscard]] join_handle {
     bool await_suspend(std::coroutine_handle<Promise> self) {
       using detail::join_phase;
       detail::join_state<T>& state = *handle_.state_;
-      const std::stop_token* stop = detail::stop_token_of(self);
+      detail::stop_state* stop = detail::stop_token_of(self);
       auto phase = join_phase::running;
       if (!state.phase.compare_exchange_strong(phase, join_phase::registering, std::memory_order_acq_rel)) {
         return detail::yield_if_budget_spent(self);  // finished already: take the outcome now
@@ -179,7 +179,7 @@ class [[nodiscard]] join_handle {
     join_handle& handle_;
     bool suspended_ = false;
     bool cancelled_ = false;
-    std::optional<std::stop_callback<on_stop>> stop_callback_;
+    std::optional<detail::stop_callback<on_stop>> stop_callback_;
   };
 
   awaiter operator co_await() & { return awaiter{*this}; }
@@ -215,13 +215,13 @@ join_handle<T> spawn_on(executor& owner, task<T> body, cancellable can_cancel = 
   if (!body.valid()) {
     throw invalid_task("corio::spawn: empty or already finished task");
   }
-  join_state<T>* state = join_state<T>::create(can_cancel);
+  join_state<T>* state = join_state<T>::create();
   auto frame = body.release();
   promise_base& promise = frame.promise();
   promise.root_ = state;
   promise.spawned_ = true;
   if (promise.stop_ == nullptr && can_cancel == cancellable::yes) {
-    promise.stop_ = &state->token;  // a token already given to the task wins, as in start_child
+    promise.stop_ = &state->stop;  // a token already given to the task wins, as in start_child
   }
   state->owner_ = &owner;
   state->self_ = frame;

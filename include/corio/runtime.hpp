@@ -9,7 +9,6 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
-#include <stop_token>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -18,6 +17,7 @@
 #include <corio/detail/coop_budget.hpp>
 #include <corio/detail/executor.hpp>
 #include <corio/detail/result_slot.hpp>
+#include <corio/detail/stop_state.hpp>
 #include <corio/errors.hpp>
 #include <corio/io_backend.hpp>
 #include <corio/join_handle.hpp>
@@ -220,7 +220,7 @@ class [[nodiscard]] blocking_awaiter {
     if (pool == nullptr) {
       throw std::logic_error("corio::spawn_blocking: not on a runtime worker thread");
     }
-    const std::stop_token* stop = stop_token_of(self);
+    stop_state* stop = stop_token_of(self);
     if (stop != nullptr && stop->stop_requested()) {
       cancelled_ = true;
       return yield_if_budget_spent(self);
@@ -264,7 +264,7 @@ class [[nodiscard]] blocking_awaiter {
   blocking_call<F>* call_;
   bool submitted_ = false;
   bool cancelled_ = false;
-  std::optional<std::stop_callback<on_stop>> stop_callback_;
+  std::optional<stop_callback<on_stop>> stop_callback_;
 };
 
 }  // namespace detail

@@ -6,7 +6,6 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
-#include <stop_token>
 #include <utility>
 #include <vector>
 

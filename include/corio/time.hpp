@@ -19,16 +19,16 @@
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
-#include <stop_token>
 #include <type_traits>
 #include <utility>
 
 #include <corio/detail/awaitable_traits.hpp>
 #include <corio/detail/executor.hpp>
 #include <corio/detail/promise_base.hpp>
+#include <corio/detail/stop_state.hpp>
+#include <corio/detail/timeout_awaiter.hpp>
 #include <corio/detail/timer_queue.hpp>
 #include <corio/errors.hpp>
-#include <corio/detail/timeout_awaiter.hpp>
 #include <corio/task.hpp>
 
 namespace corio {
@@ -80,9 +80,9 @@ class sleep_awaiter : private timer {
 
   executor* owner_ = nullptr;
   std::coroutine_handle<> waiter_;
-  const std::stop_token* stop_ = nullptr;
+  stop_state* stop_ = nullptr;
   std::atomic<state> state_{registering};
-  std::optional<std::stop_callback<on_stop>> stop_callback_;
+  std::optional<stop_callback<on_stop>> stop_callback_;
 };
 
 /// Awaitable description of a sleep; cheap to copy and move, so it can be passed to when_any.

@@ -2,13 +2,13 @@
 // corio::when_any: await several operations concurrently, keep the first to finish, cancel the rest.
 #include <cstddef>
 #include <optional>
-#include <stop_token>
 #include <tuple>
 #include <utility>
 #include <variant>
 #include <vector>
 
 #include <corio/detail/join_child.hpp>
+#include <corio/detail/stop_state.hpp>
 #include <corio/task.hpp>
 
 namespace corio {
@@ -17,36 +17,37 @@ namespace detail {
 /// `co_await current_stop_token{}` yields the awaiting task's cancellation token (or null) without
 /// suspending.
 struct current_stop_token {
-  const std::stop_token* token_ = nullptr;
+  stop_state* token_ = nullptr;
   bool await_ready() const noexcept { return false; }
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> self) noexcept {
     token_ = stop_token_of(self);
     return false;
   }
-  const std::stop_token* await_resume() const noexcept { return token_; }
+  stop_state* await_resume() const noexcept { return token_; }
 };
 
 /// The operands' stop source: requested by the first operand to finish, and by the awaiting task's
 /// own cancellation.
 class race_cancellation {
  public:
-  explicit race_cancellation(const std::stop_token* outer) {
+  explicit race_cancellation(stop_state* outer) {
     if (outer != nullptr) {
       forward_.emplace(*outer, request_stop_of{&source_});
     }
   }
-  std::stop_source& source() noexcept { return source_; }
-  const std::stop_token* token() const noexcept { return &token_; }
+  race_cancellation(const race_cancellation&) = delete;
+  race_cancellation& operator=(const race_cancellation&) = delete;
+  stop_state& source() noexcept { return source_; }
+  stop_state* token() noexcept { return &source_; }
 
  private:
   struct request_stop_of {
-    std::stop_source* source;
+    stop_state* source;
     void operator()() const noexcept { source->request_stop(); }
   };
-  std::stop_source source_;
-  std::stop_token token_ = source_.get_token();
-  std::optional<std::stop_callback<request_stop_of>> forward_;
+  stop_state source_;  // declared first, destroyed last: the forwarding callback points at it
+  std::optional<stop_callback<request_stop_of>> forward_;
 };
 
 }  // namespace detail

@@ -1,17 +1,17 @@
 #pragma once
 // corio::yield: let every other runnable coroutine go first.
 #include <coroutine>
-#include <stop_token>
 
 #include <corio/detail/executor.hpp>
 #include <corio/detail/promise_base.hpp>
+#include <corio/detail/stop_state.hpp>
 #include <corio/errors.hpp>
 
 namespace corio {
 namespace detail {
 
 struct yield_awaiter {
-  const std::stop_token* stop_ = nullptr;
+  stop_state* stop_ = nullptr;
 
   bool await_ready() const noexcept { return false; }
   template <class Promise>

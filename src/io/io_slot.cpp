@@ -180,7 +180,7 @@ void io_slot::shutdown() noexcept {
 
 void request_io_cancel(io_op& op) noexcept { op.slot->request_cancel(op); }
 
-bool io_awaiter::start(std::coroutine_handle<> self, const std::stop_token* stop) {
+bool io_awaiter::start(std::coroutine_handle<> self, stop_state* stop) {
   stop_ = stop;
   if (stop != nullptr && stop->stop_requested()) {
     op_.result = -ECANCELED;

@@ -105,7 +105,7 @@ void chan_timer::on_fire(timer& t) noexcept {
   }
 }
 
-bool chan_waiter::suspend(std::coroutine_handle<> self, const std::stop_token* stop) {
+bool chan_waiter::suspend(std::coroutine_handle<> self, stop_state* stop) {
   handle_ = self;
   owner_ = current_executor;
   stop_ = stop;

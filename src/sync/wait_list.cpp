@@ -54,7 +54,7 @@ void wake_batch::resume_all() noexcept {
   tail_ = nullptr;
 }
 
-bool waiter::suspend(std::coroutine_handle<> self, const std::stop_token* stop) {
+bool waiter::suspend(std::coroutine_handle<> self, stop_state* stop) {
   if (stop != nullptr && stop->stop_requested()) {
     state_ = state::cancelled;
     return yield_if_budget_spent(self, &suspended_);

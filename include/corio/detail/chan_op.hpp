@@ -44,16 +44,16 @@
 //    word (a CAS to claim, a fetch_or to arm), the select's generic two passes and out-of-line polls
 //    through function pointers: 721 instructions per event in the chan lab, 342 with this path
 //    (callgrind, -w 100 -t int, 1 worker);
-//  - registering the stop callback before the first attempt (as wait_list does): a std::stop_callback
-//    registration is a lock and a list insertion on the stop state, paid by every op that completes
-//    at once.
+//  - registering the stop callback before the first attempt (as wait_list does): a registration is
+//    a lock and a list insertion on the task's stop state (stop_state.hpp), paid by every op that
+//    completes at once.
 #include <coroutine>
 #include <optional>
-#include <stop_token>
 
 #include <corio/detail/chan_waiter.hpp>
 #include <corio/detail/coop_budget.hpp>
 #include <corio/detail/executor.hpp>
+#include <corio/detail/stop_state.hpp>
 
 namespace corio::detail {
 
@@ -69,7 +69,7 @@ class chan_op : public parked_coroutine {
   }
 
   /// Step 1. False if the task is cancelled already: then return completed(self).
-  bool start(std::coroutine_handle<> self, const std::stop_token* stop) noexcept {
+  bool start(std::coroutine_handle<> self, stop_state* stop) noexcept {
     handle_ = self;
     owner_ = current_executor;
     stop_ = stop;
@@ -114,12 +114,12 @@ class chan_op : public parked_coroutine {
   void abandon() noexcept;
 
   chan_node& node_;
-  const std::stop_token* stop_ = nullptr;
+  stop_state* stop_ = nullptr;
   bool suspended_ = false;   // parked or queued; touched by the coroutine's own thread only
   bool registered_ = false;  // linked or completed by park(): cancel() ignores an unlinked node then;
                              // guarded by the channel's lock
   bool cancelled_ = false;   // guarded by the channel's lock
-  std::optional<std::stop_callback<on_stop>> stop_callback_;
+  std::optional<stop_callback<on_stop>> stop_callback_;
 };
 
 }  // namespace corio::detail

@@ -81,9 +81,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <stop_token>
 
 #include <corio/detail/executor.hpp>
+#include <corio/detail/stop_state.hpp>
 #include <corio/detail/timer_queue.hpp>
 #include <corio/detail/wait_list.hpp>
 
@@ -207,7 +207,7 @@ class chan_waiter : public parked_coroutine {
 
   /// await_suspend: completes a branch at once, or parks; returns whether the coroutine suspended
   /// (after true, touch nothing: another thread may already have resumed it).
-  bool suspend(std::coroutine_handle<> self, const std::stop_token* stop);
+  bool suspend(std::coroutine_handle<> self, stop_state* stop);
 
   /// await_resume: the winning branch's index; throws corio::cancelled (see "Outcome" above).
   std::uint32_t finish();
@@ -238,13 +238,13 @@ class chan_waiter : public parked_coroutine {
   chan_node* const* nodes_;
   std::size_t count_;
   select_shape shape_;
-  const std::stop_token* stop_ = nullptr;
+  stop_state* stop_ = nullptr;
   std::atomic<std::uint32_t> decision_{0};
   bool suspended_ = false;  // parked or queued; touched by the coroutine's own thread only
   bool linked_ = false;     // pass 2 ran: nodes may sit on lists
   bool parked_ = false;     // it armed before anything was decided: the claimer scheduled it
   bool timer_armed_ = false;
-  std::optional<std::stop_callback<on_stop>> stop_callback_;
+  std::optional<stop_callback<on_stop>> stop_callback_;
 };
 
 inline void node_list::push_back(chan_node& node) noexcept {

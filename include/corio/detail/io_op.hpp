@@ -75,12 +75,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <stop_token>
 #include <system_error>
 
 #include <corio/detail/coop_budget.hpp>
 #include <corio/detail/executor.hpp>
 #include <corio/detail/promise_base.hpp>
+#include <corio/detail/stop_state.hpp>
 
 namespace corio::detail {
 
@@ -186,7 +186,7 @@ class io_awaiter {
   }
   /// Submits op_ on this thread's reactor. Returns whether the coroutine stays suspended; false means
   /// the result is ready now. Throws std::logic_error on a thread with no event loop or runtime.
-  bool start(std::coroutine_handle<> self, const std::stop_token* stop);
+  bool start(std::coroutine_handle<> self, stop_state* stop);
 
   /// After resumption: true if the operation succeeded (op_.result >= 0). Otherwise throws
   /// corio::cancelled (the task was cancelled, or a deadline it took expired) or std::system_error
@@ -208,9 +208,9 @@ class io_awaiter {
 
   const char* what_;
   std::error_code* error_;
-  const std::stop_token* stop_ = nullptr;
+  stop_state* stop_ = nullptr;
   bool deadline_cancel_ = false;  // cancel_for_deadline ran (written before the timer's disarm returns)
-  std::optional<std::stop_callback<on_stop>> stop_callback_;
+  std::optional<stop_callback<on_stop>> stop_callback_;
 };
 
 }  // namespace corio::detail

@@ -11,12 +11,12 @@
 #include <coroutine>
 #include <cstddef>
 #include <exception>
-#include <stop_token>
 #include <utility>
 
 #include <corio/detail/awaitable_traits.hpp>
 #include <corio/detail/promise_base.hpp>
 #include <corio/detail/result_slot.hpp>
+#include <corio/detail/stop_state.hpp>
 
 namespace corio::detail {
 
@@ -26,7 +26,7 @@ struct combinator_state {
   std::atomic<std::size_t> remaining{0};
   std::coroutine_handle<> parent;
   /// when_any only: requested once, by the first child to finish, to cancel the others.
-  std::stop_source* cancel_on_first = nullptr;
+  stop_state* cancel_on_first = nullptr;
   std::atomic<std::size_t> first_done{none};
 
   void prepare(std::size_t children) noexcept { remaining.store(children + 1, std::memory_order_relaxed); }
@@ -104,7 +104,7 @@ class join_child {
 
   /// Runs the operand for `parent`'s root, cancelled through `stop`; operands share their parent's
   /// executor (promise_base::shares_executor_).
-  void start(combinator_state& join, std::size_t index, const std::stop_token* stop, const promise_base* parent) {
+  void start(combinator_state& join, std::size_t index, stop_state* stop, const promise_base* parent) {
     promise_type& promise = handle_.promise();
     promise.join_ = &join;
     promise.index_ = index;

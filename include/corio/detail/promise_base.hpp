@@ -22,10 +22,10 @@
 #include <atomic>
 #include <coroutine>
 #include <cstdint>
-#include <stop_token>
 #include <type_traits>
 
 #include <corio/detail/frame_pool.hpp>
+#include <corio/detail/stop_state.hpp>
 
 namespace corio::detail {
 
@@ -48,7 +48,7 @@ struct promise_base : pooled_frame {
   bool shares_executor_ = false;
   /// The stop token of the root that started this chain of tasks (spawn, when_any, sync_wait), or
   /// null when nobody can cancel it. Borrowed: the root outlives every task it awaits.
-  const std::stop_token* stop_ = nullptr;
+  stop_state* stop_ = nullptr;
   /// The spawned task this frame belongs to (its own record if spawned_, else inherited from the
   /// awaiter), or null for a chain nobody spawned (sync_wait). Borrowed, like stop_. Ownership of the
   /// whole chain moves with it when a frame hops executors (schedule_on).
@@ -102,13 +102,13 @@ promise_base* chain_of(std::coroutine_handle<Promise> handle) noexcept {
 }
 
 /// The cancellation token of `promise`'s chain, or null (no promise, or nobody can cancel it).
-inline const std::stop_token* stop_of(const promise_base* promise) noexcept {
+inline stop_state* stop_of(const promise_base* promise) noexcept {
   return promise != nullptr ? promise->stop_ : nullptr;
 }
 
 /// The cancellation token of the coroutine behind `handle`, if its promise carries one.
 template <class Promise>
-const std::stop_token* stop_token_of(std::coroutine_handle<Promise> handle) noexcept {
+stop_state* stop_token_of(std::coroutine_handle<Promise> handle) noexcept {
   return stop_of(chain_of(handle));
 }
 

@@ -4,7 +4,7 @@
 // Design note.
 // Shape: spawning does not wrap the task in another coroutine. The task's own frame is the root; its
 //   promise points at a pooled `join_state<T>` record holding the registry links, the join protocol,
-//   the stop source and, once the task finished, its outcome. At final suspension the task moves its
+//   the stop state and, once the task finished, its outcome. At final suspension the task moves its
 //   outcome into the record and destroys its own frame (promise_base.hpp calls finish_spawned), so a
 //   spawn costs one frame and one record. (A first version awaited the task from a separate root
 //   coroutine: one more frame, one more resume per completion, ~40% more memory per live task.)
@@ -35,10 +35,11 @@
 //   an escaped exception; `failure_reported` makes it exactly one. The finishing side reports through
 //   its executor; a handle detached later reports through `sink_`, the executor's unhandled-exception
 //   sink that the finishing side kept (shared, so it is valid even after that executor is gone).
-// Cancellation: `stop` is the source every task in the chain observes (their promise's `stop_` points
-//   at `token`). join_handle::cancel() and shutdown request it; it is thread-safe. A root nothing can
-//   cancel (event_loop::spawn: no handle escapes, and the loop destroys frames directly) gets an empty
-//   source and a null `stop_`: no control block to allocate, no token to check at each yield.
+// Cancellation: `stop` (stop_state.hpp, inside the record: no allocation) is what every task in the
+//   chain observes (their promise's `stop_` points at it). join_handle::cancel() and shutdown request
+//   it; it is thread-safe. A root nothing can cancel (event_loop::spawn: no handle escapes, and the
+//   loop destroys frames directly) leaves `stop_` null: no state to check at each yield, no callback
+//   to register at each suspension.
 // Teardown order: `seq_` numbers roots in spawn order; an executor destroys the newest first, so a
 //   child parked on a primitive that lives in its parent's frame goes before that parent.
 #include <atomic>
@@ -47,13 +48,13 @@
 #include <exception>
 #include <memory>
 #include <new>
-#include <stop_token>
 #include <utility>
 
 #include <corio/detail/executor.hpp>
 #include <corio/detail/frame_pool.hpp>
 #include <corio/detail/promise_base.hpp>
 #include <corio/detail/result_slot.hpp>
+#include <corio/detail/stop_state.hpp>
 #include <corio/errors.hpp>
 #include <corio/task.hpp>
 
@@ -70,10 +71,7 @@ struct root_base {
   using complete_fn = void (*)(root_base& root, promise_base* promise) noexcept;
   using destroy_fn = void (*)(root_base& root) noexcept;
 
-  root_base(cancellable can_cancel, complete_fn complete, destroy_fn destroy) noexcept
-      : stop(can_cancel == cancellable::yes ? std::stop_source() : std::stop_source(std::nostopstate)),
-        complete_(complete),
-        destroy_(destroy) {}
+  root_base(complete_fn complete, destroy_fn destroy) noexcept : complete_(complete), destroy_(destroy) {}
   root_base(const root_base&) = delete;
   root_base& operator=(const root_base&) = delete;
 
@@ -92,8 +90,7 @@ struct root_base {
   std::atomic<bool> failure_reported{false};
   std::coroutine_handle<> joiner;
   executor* joiner_owner = nullptr;
-  std::stop_source stop;
-  std::stop_token token = stop.get_token();
+  stop_state stop;  // what the chain's promises point at (if the root can be cancelled)
   std::exception_ptr failure_;  // the exception that escaped the task, kept for reporting
   std::shared_ptr<const failure_sink> sink_;  // set by the finishing side if a handle may report later
 
@@ -132,11 +129,9 @@ template <class T>
 struct join_state : root_base {
   result_slot<T> result;
 
-  explicit join_state(cancellable can_cancel) noexcept : root_base(can_cancel, &complete, &destroy) {}
+  join_state() noexcept : root_base(&complete, &destroy) {}
 
-  static join_state* create(cancellable can_cancel) {
-    return ::new (allocate_frame(sizeof(join_state))) join_state(can_cancel);
-  }
+  static join_state* create() { return ::new (allocate_frame(sizeof(join_state))) join_state(); }
 
  private:
   static void complete(root_base& base, promise_base* promise) noexcept {

@@ -11,15 +11,16 @@
 //   io_uring, no timer at all (one more SQE in the same submission).
 // How the operand sees the deadline: every corio awaitable takes its cancellation token from the
 //   awaiting coroutine's promise (promise_base::stop_) in its await_suspend. For the duration of the
-//   await, the awaiter points that promise at its own token, requested by the timer's callback and by
-//   the awaiting task's own token (a forwarding stop_callback); await_resume points it back. Nothing
+//   await, the awaiter points that promise at its own stop state (a member: no allocation), requested
+//   by the timer's callback and by the awaiting task's own state (a forwarding stop_callback);
+//   await_resume points it back. Nothing
 //   else reads a suspended coroutine's promise token, and a task operand started from here inherits
 //   the awaiter's token for its chain, which finishes before await_resume.
 // Self-cancelling operands: an operand's awaiter with `void cancel_for_deadline() noexcept` (every corio
 //   socket operation) is cancelled by the timer's callback calling it, on the thread that armed the
-//   timer, which is the operation's reactor thread. Then no stop source is taken, nothing is forwarded
-//   and the chain's token is not swapped: the operand keeps its stop callback on the task's own token,
-//   and one stop source, one forwarding registration and two token swaps per await are saved.
+//   timer, which is the operation's reactor thread. Then nothing is forwarded and the chain's token is
+//   not swapped: the operand keeps its stop callback on the task's own state, and one forwarding
+//   registration and two token swaps per await are saved.
 // Deadline hand-off: an operand's awaiter may carry the deadline itself (a corio socket operation on
 //   io_uring: a timeout linked to its kernel request, io_op.hpp "Linked deadlines"). It says so through
 //   two members, found by name: `bool offer_deadline(time_point)`, asked once before the operand
@@ -44,8 +45,7 @@
 //     corio::timed_out; a value it produced is returned (never dropped).
 // A frame destroyed while suspended here (shutdown): the destructor disarms (waiting for a callback in
 //   flight), then the operand's awaiter, the forwarding callback and the source go, in that order.
-// Memory order: the stop source and the timer entry carry their own (std::stop_source is thread-safe;
-//   timer_queue.hpp); what the operand's completion wrote reaches us through its executor's schedule.
+// Memory order: the stop state and the timer entry carry their own (stop_state.hpp, timer_queue.hpp); what the operand's completion wrote reaches us through its executor's schedule.
 // Rejected: arming the timer and disarming it once an io operand took the deadline (a heap push and
 //   removal per read for nothing); arming it after the operand started when not taken (a bad_alloc
 //   from arm() would then leave a started operation behind an exception); when_any of the operand and
@@ -55,56 +55,16 @@
 #include <cstddef>
 #include <coroutine>
 #include <optional>
-#include <stop_token>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 #include <corio/detail/awaitable_traits.hpp>
 #include <corio/detail/promise_base.hpp>
+#include <corio/detail/stop_state.hpp>
 #include <corio/detail/timer_queue.hpp>
 #include <corio/errors.hpp>
 
 namespace corio::detail {
-
-/// Stop sources this thread's with_timeout awaits used and never requested, kept for the next ones: a
-/// std::stop_source allocates its state, and the common await (the operand wins) leaves it as new. A
-/// source is given back only after every callback on it and every token of it is gone. Up to
-/// `capacity` (8 KiB of handles per thread): a batch of N awaits completing gives back N sources
-/// before the next awaits take them, so a small cache overflows and refills under load (with 16, a
-/// third of the reads of a 300-connection echo server allocated one, measured before socket
-/// operations stopped using sources: they cancel themselves, see below; channel and sync waits
-/// under with_timeout still do).
-class stop_source_cache {
- public:
-  static std::stop_source take() {
-    std::vector<std::stop_source>& cache = mine();
-    if (cache.empty()) {
-      return std::stop_source();
-    }
-    std::stop_source source = std::move(cache.back());
-    cache.pop_back();
-    return source;
-  }
-  static void give_back(std::stop_source& source) noexcept {
-    std::vector<std::stop_source>& cache = mine();
-    if (source.stop_possible() && !source.stop_requested() && cache.size() < cache.capacity()) {
-      cache.push_back(std::move(source));
-    }
-  }
-
- private:
-  static constexpr std::size_t capacity = 1024;
-
-  static std::vector<std::stop_source>& mine() {
-    thread_local std::vector<std::stop_source> cache = [] {
-      std::vector<std::stop_source> sources;
-      sources.reserve(capacity);
-      return sources;
-    }();
-    return cache;
-  }
-};
 
 template <class Awaitable>
 class timeout_awaiter : private timer {
@@ -134,10 +94,8 @@ class timeout_awaiter : private timer {
     chain_ = &chain;
     outer_ = chain.stop_;
     if constexpr (!cancels_itself) {
-      source_.source = stop_source_cache::take();
-      token_ = source_.source.get_token();
-      if (outer_ != nullptr && outer_->stop_possible()) {
-        forward_.emplace(*outer_, request_stop_of{&source_.source});
+      if (outer_ != nullptr) {
+        forward_.emplace(*outer_, request_stop_of{&source_});
       }
     }
     try {
@@ -145,7 +103,7 @@ class timeout_awaiter : private timer {
         arm();
       }
       if constexpr (!cancels_itself) {
-        chain.stop_ = &token_;
+        chain.stop_ = &source_;
       }
       return inner_->awaiter.await_suspend(self);
     } catch (...) {
@@ -171,22 +129,13 @@ class timeout_awaiter : private timer {
 
  private:
   struct request_stop_of {
-    std::stop_source* source;
+    stop_state* source;
     void operator()() const noexcept { source->request_stop(); }
   };
   // The operand's awaiter, built in place (it may be neither copyable nor movable).
   struct inner {
     awaiter_t<Awaitable> awaiter;
     explicit inner(Awaitable&& operand) : awaiter(get_awaiter(std::move(operand))) {}
-  };
-
-  // Destroyed last: by then nothing refers to the source (see stop_source_cache).
-  struct cached_source {
-    std::stop_source source{std::nostopstate};
-    cached_source() = default;
-    cached_source(const cached_source&) = delete;
-    cached_source& operator=(const cached_source&) = delete;
-    ~cached_source() { stop_source_cache::give_back(source); }
   };
 
   using operand_awaiter = std::remove_cvref_t<awaiter_t<Awaitable>>;
@@ -222,7 +171,7 @@ class timeout_awaiter : private timer {
     if constexpr (cancels_itself) {
       self.inner_->awaiter.cancel_for_deadline();
     } else {
-      self.source_.source.request_stop();
+      self.source_.request_stop();
     }
   }
 
@@ -236,11 +185,10 @@ class timeout_awaiter : private timer {
     return disarmed;
   }
 
-  cached_source source_;
+  stop_state source_;  // the operand's token; destroyed last, after everything registered on it
   promise_base* chain_ = nullptr;
-  const std::stop_token* outer_ = nullptr;
-  std::stop_token token_;
-  std::optional<std::stop_callback<request_stop_of>> forward_;
+  stop_state* outer_ = nullptr;
+  std::optional<stop_callback<request_stop_of>> forward_;
   Awaitable operand_;
   std::optional<inner> inner_;
 };

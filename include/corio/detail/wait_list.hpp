@@ -49,7 +49,7 @@
 //   written under the lock (links, states, the primitive's counters) is visible to the next holder.
 //   What the waker wrote reaches the resumed coroutine through executor::schedule (a release/acquire
 //   post, or a push on the same thread); `in_hand_` is cleared with release and polled with acquire.
-// Cancellation: the awaiter registers its std::stop_callback before it links itself and never under
+// Cancellation: the awaiter registers its stop_callback (stop_state.hpp) before it links itself and never under
 //   the lock (a callback that runs at once takes the lock itself); it removes the callback first thing
 //   on resumption, and ~stop_callback waits for a callback in flight on another thread.
 // Rejected alternatives:
@@ -71,10 +71,10 @@
 #include <coroutine>
 #include <cstdint>
 #include <optional>
-#include <stop_token>
 
 #include <corio/detail/executor.hpp>
 #include <corio/detail/promise_base.hpp>
+#include <corio/detail/stop_state.hpp>
 #include <corio/errors.hpp>
 
 namespace corio::detail {
@@ -217,7 +217,7 @@ class waiter : public parked_coroutine {
  protected:
   /// Parks the waiter unless it can complete (or is cancelled) at once; returns whether it suspended.
   /// After it returned true, another thread may already have resumed the coroutine: touch nothing.
-  bool suspend(std::coroutine_handle<> self, const std::stop_token* stop);
+  bool suspend(std::coroutine_handle<> self, stop_state* stop);
 
   /// On resumption: detaches the stop callback and returns true if the wait completed, false if it
   /// was cancelled (giving back what it was granted, if anything).
@@ -259,11 +259,11 @@ class waiter : public parked_coroutine {
   wait_list* list_;
   void* context_;
   const operations* ops_;
-  const std::stop_token* stop_ = nullptr;
+  stop_state* stop_ = nullptr;
   state state_ = state::idle;  // guarded by the list's lock until the coroutine resumes
   bool cancellable_;
   bool suspended_ = false;  // the coroutine is parked on the list; touched by its own thread only
-  std::optional<std::stop_callback<on_stop>> stop_callback_;
+  std::optional<stop_callback<on_stop>> stop_callback_;
 };
 
 /// A copyable description of a wait, so it can be passed by value (to when_any, for instance);

@@ -1,0 +1,99 @@
+// corio::detail::stop_state: the request and the slow paths (design note in stop_state.hpp).
+#include <corio/detail/stop_state.hpp>
+
+#include <thread>
+
+#include "cpu_relax.hpp"
+
+namespace corio::detail {
+
+namespace {
+
+// Spins briefly, then yields: a lock holder or a running callback is normally done within a few
+// instructions, but the thread holding it may have been preempted.
+class backoff {
+ public:
+  void pause() noexcept {
+    if (++spins_ < 64) {
+      cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+
+ private:
+  unsigned spins_ = 0;
+};
+
+}  // namespace
+
+std::uint32_t stop_state::lock_contended() noexcept {
+  backoff wait;
+  for (;;) {
+    std::uint32_t word = word_.load(std::memory_order_relaxed);
+    if ((word & locked) == 0 &&
+        word_.compare_exchange_weak(word, word | locked, std::memory_order_acquire, std::memory_order_relaxed)) {
+      return word;
+    }
+    wait.pause();
+  }
+}
+
+bool stop_state::request_stop() noexcept {
+  if (!stop_possible()) {
+    return false;
+  }
+  backoff wait;
+  std::uint32_t word = word_.load(std::memory_order_relaxed);
+  for (;;) {
+    if ((word & requested) != 0) {
+      return false;
+    }
+    if ((word & locked) == 0 && word_.compare_exchange_weak(word, word | requested | locked, std::memory_order_acq_rel,
+                                                            std::memory_order_relaxed)) {
+      break;
+    }
+    wait.pause();
+    word = word_.load(std::memory_order_relaxed);
+  }
+  word |= requested;
+  requester_ = this_thread_id();
+  while (head_ != nullptr) {
+    stop_callback_base& callback = *head_;
+    unlink(callback);
+    running_ = &callback;
+    bool destroyed = false;
+    callback.destroyed_ = &destroyed;
+    unlock(word);
+    callback.invoke_(callback);
+    if (!destroyed) {
+      callback.done_.store(true, std::memory_order_release);
+    }
+    word = lock();
+  }
+  running_ = nullptr;
+  unlock(word);
+  return true;
+}
+
+const void* stop_state::this_thread_id() noexcept {
+  thread_local const char marker = 0;
+  return &marker;
+}
+
+void stop_state::wait_until_done(stop_callback_base& callback) noexcept {
+  std::uint32_t word = lock();
+  bool running = running_ == &callback;
+  if (running && requester_ == this_thread_id()) {
+    *callback.destroyed_ = true;  // destroyed inside its own invocation: the requester leaves it alone
+    unlock(word);
+    return;
+  }
+  unlock(word);
+  backoff wait;
+  while (!callback.done_.load(std::memory_order_acquire)) {
+    wait.pause();
+  }
+}
+
+}  // namespace corio::detail
