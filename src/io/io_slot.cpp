@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
+#include <corio/detail/io_source.hpp>
 #include <corio/errors.hpp>
 
 #include "io/reactor.hpp"
@@ -32,20 +34,82 @@ io_slot::~io_slot() {
   delete reactor_;
 }
 
-bool io_slot::submit(io_op& op) {
+namespace {
+
+// What a hand-off finds in a shut-down slot's queue: never an op's address.
+io_op* closed_marker() noexcept {
+  static io_op marker;
+  return &marker;
+}
+
+}  // namespace
+
+io_slot::submitted io_slot::submit(io_op& op) {
   if (shut_down_) {
     op.result = -ECANCELED;  // unreachable through the executors: nothing runs on a slot after shutdown
-    return true;
+    return submitted::finished;
   }
-  prepare(op);
+  io_slot& target = route(op);
+  if (&target != this) {
+    return target.hand_off(op);
+  }
   op.slot = this;
   op.state.store(io_state::in_flight, std::memory_order_relaxed);  // published to a stop callback by its registration
   if (reactor_->submit(op)) {
     op.state.store(io_state::done, std::memory_order_relaxed);
-    return true;
+    return submitted::finished;
   }
   ++pending_;
-  return false;
+  return submitted::in_flight;
+}
+
+io_slot::submitted io_slot::hand_off(io_op& op) noexcept {
+  op.slot = this;
+  op.state.store(io_state::queued, std::memory_order_relaxed);  // published by the push
+  // Seq_cst push, then the parker's seq_cst load: the request_cancel pair (below) for this queue.
+  io_op* head = handed_.load(std::memory_order_relaxed);
+  do {
+    if (head == closed_marker()) {
+      op.state.store(io_state::idle, std::memory_order_relaxed);
+      op.result = -ECANCELED;  // the home worker has shut down
+      return submitted::finished;
+    }
+    op.next = head;
+  } while (!handed_.compare_exchange_weak(head, &op, std::memory_order_seq_cst, std::memory_order_relaxed));
+  parker_.unpark_if_parked();
+  return submitted::handed_off;
+}
+
+void io_slot::drain_handed_off() noexcept {
+  io_op* stack = handed_.exchange(nullptr, std::memory_order_seq_cst);
+  io_op* oldest_first = nullptr;
+  while (stack != nullptr) {
+    io_op* op = std::exchange(stack, stack->next);
+    op->next = oldest_first;
+    oldest_first = op;
+  }
+  while (oldest_first != nullptr) {
+    io_op& op = *std::exchange(oldest_first, oldest_first->next);  // read before the op can finish
+    take_handed_off(op);
+  }
+}
+
+void io_slot::take_handed_off(io_op& op) noexcept {
+  ++handed_off_here_;
+  io_state expected = io_state::queued;
+  if (!op.state.compare_exchange_strong(expected, io_state::in_flight, std::memory_order_acq_rel)) {
+    op.result = -ECANCELED;  // cancel_queued: its task was cancelled, or its deadline passed, on the way
+    op.state.store(io_state::done, std::memory_order_relaxed);
+    deliver(op);
+    return;
+  }
+  if (reactor_->submit(op)) {
+    op.state.store(io_state::done, std::memory_order_relaxed);
+    deliver(op);
+    return;
+  }
+  ++pending_;
+  op.awaiter->arm_cancellation();  // may run at once: request_cancel then queues it here
 }
 
 reactor& io_slot::ensure_reactor() {
@@ -57,20 +121,28 @@ reactor& io_slot::ensure_reactor() {
   return *reactor_;
 }
 
-reactor& io_slot::prepare(io_op& op) {
-  reactor& kernel_side = ensure_reactor();
-  if (!exclusive_) {
-    op.source = nullptr;  // a task here may resume on another thread: no state kept in this reactor
+io_slot& io_slot::route(io_op& op) {
+  ensure_reactor();
+  if (exclusive_ || op.source == nullptr || *op.source == nullptr) {
+    return *this;  // an exclusive slot serves or refuses (-EXDEV) a socket homed elsewhere itself
   }
-  return kernel_side;
+  io_slot* home = home_of(**op.source);
+  if (home == this || home == nullptr) {
+    return *this;  // homed here, or its reactor is gone: adopted here
+  }
+  if (&home->owner_ == &owner_ && op.kind != io_kind::send) {
+    return *home;
+  }
+  op.source = nullptr;  // a send (the registered file is the home ring's), or another executor's socket
+  return *this;
 }
 
 bool io_slot::link_deadline(io_op& op, std::chrono::steady_clock::time_point deadline) {
   if (shut_down_) {
     return false;
   }
-  if (!prepare(op).can_link_deadline(op)) {
-    return false;
+  if (&route(op) != this || !reactor_->can_link_deadline(op)) {
+    return false;  // a handed-off op takes the timer path, like any op its multishot state serves
   }
   // steady_clock counts CLOCK_MONOTONIC (libstdc++ on Linux), the clock the kernel's timeouts use.
   std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch()).count();
@@ -94,8 +166,18 @@ std::size_t io_slot::registered_files() const noexcept {
 
 void io_slot::request_cancel(io_op& op) noexcept {
   io_state expected = io_state::in_flight;
-  if (!op.state.compare_exchange_strong(expected, io_state::cancel_requested, std::memory_order_acq_rel)) {
-    return;  // finished (or shut down) first: nothing to cancel, and the op may be gone any moment
+  for (;;) {
+    if (expected == io_state::in_flight &&
+        op.state.compare_exchange_weak(expected, io_state::cancel_requested, std::memory_order_acq_rel)) {
+      break;
+    }
+    if (expected == io_state::queued &&
+        op.state.compare_exchange_weak(expected, io_state::cancel_queued, std::memory_order_acq_rel)) {
+      return;  // handed off and not taken yet: the home slot finishes it when it takes it
+    }
+    if (expected != io_state::in_flight && expected != io_state::queued) {
+      return;  // finished (or shut down) first: nothing to cancel, and the op may be gone any moment
+    }
   }
   // Seq_cst push, then the parker's seq_cst load of its state: against the owner's seq_cst `parked`
   // store and its seq_cst exchange of the queue in drain_cancel_requests(), either the owner sees the
@@ -137,6 +219,7 @@ void io_slot::flush() noexcept {
 
 void io_slot::turn(std::optional<std::chrono::nanoseconds> timeout) noexcept {
   ++turns_;
+  drain_handed_off();
   drain_cancel_requests();
   reactor_->reap({[](void* context, io_op& op) noexcept {
                     auto& self = *static_cast<io_slot*>(context);
@@ -152,8 +235,8 @@ void io_slot::turn(std::optional<std::chrono::nanoseconds> timeout) noexcept {
 }
 
 void io_slot::park(std::optional<std::chrono::nanoseconds> timeout) noexcept {
-  if (cancels_.load(std::memory_order_seq_cst) != nullptr) {
-    timeout = std::chrono::nanoseconds::zero();  // a cancel request arrived: act on it, do not sleep
+  if (cancels_.load(std::memory_order_seq_cst) != nullptr || handed_.load(std::memory_order_seq_cst) != nullptr) {
+    timeout = std::chrono::nanoseconds::zero();  // a cancel request or a hand-off arrived: act on it
   }
   turn(timeout);
 }
@@ -165,6 +248,12 @@ void io_slot::shutdown() noexcept {
     return;
   }
   shut_down_ = true;
+  io_op* handed = handed_.exchange(closed_marker(), std::memory_order_seq_cst);  // 1 (hand-offs)
+  while (handed != nullptr) {  // never taken: marked done like the ops in flight (3)
+    io_op& op = *std::exchange(handed, handed->next);
+    op.result = -ECANCELED;
+    op.state.store(io_state::done, std::memory_order_release);
+  }
   if (reactor_ == nullptr) {
     return;
   }
@@ -191,12 +280,16 @@ bool io_awaiter::start(std::coroutine_handle<> self, stop_state* stop) {
     throw std::logic_error(std::string(what_) + ": no event loop or runtime runs on this thread");
   }
   op_.handle = self;
-  if (slot->submit(op_)) {
-    return yield_if_budget_spent(self);  // finished without suspending: it still spends the budget
+  op_.awaiter = this;
+  switch (slot->submit(op_)) {
+    case io_slot::submitted::finished:
+      return yield_if_budget_spent(self);  // finished without suspending: it still spends the budget
+    case io_slot::submitted::handed_off:
+      return true;  // the home slot's thread owns op_ now, and may already have resumed us
+    case io_slot::submitted::in_flight:
+      break;
   }
-  if (stop != nullptr && stop->stop_possible()) {
-    stop_callback_.emplace(*stop, on_stop{&op_});  // may run at once, here: the slot then cancels it
-  }
+  arm_cancellation();  // may run at once, here: the slot then cancels it
   return true;  // from here the reactor's thread resumes us; it is this thread, so op_ stays ours
 }
 

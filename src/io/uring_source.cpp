@@ -75,7 +75,7 @@ struct io_source {
   io_kind kind = io_kind::recv;
   int fd = -1;
   uring_reactor* owner = nullptr;
-  const io_slot* slot = nullptr;  // the slot the owner serves: its thread is the owning thread
+  io_slot* slot = nullptr;  // the slot the owner serves: its thread is the owning thread (home_of)
   std::atomic<life> state{life::live};
   io_source* prev = nullptr;
   io_source* next = nullptr;
@@ -175,6 +175,7 @@ void uring_reactor::teardown_buffers() noexcept {
     source.armed = false;
     source.cancelling = false;
     source.owner = nullptr;
+    source.slot = nullptr;
     source.fixed = -1;  // the table goes with the ring, right after this
     auto live = io_source::life::live;
     if (source.released ||
@@ -441,6 +442,8 @@ void uring_reactor::release(io_source& source) noexcept {
     delete &source;
   }
 }
+
+io_slot* home_of(const io_source& source) noexcept { return source.slot; }
 
 void release_io_source(io_source* source) noexcept {
   if (current_io_slot != nullptr && current_io_slot == source->slot && source->owner != nullptr) {

@@ -20,10 +20,18 @@
 //     cancel_requested --completion--> done, *not* scheduled yet: the op is still on (or about to be
 //                                      pushed onto) the slot's cancel queue; the slot schedules it when
 //                                      it pops it there and finds it done.
+//   An op handed to another worker's slot (a read or accept on a socket whose multishot state that
+//   worker's reactor keeps: io_slot.hpp, "Multishot") starts one step earlier:
+//     idle --hand-off--> queued --the home slot takes it (CAS)--> in_flight    (then as above)
+//     queued --stop callback or deadline (CAS)--> cancel_queued --the home slot takes it--> done
+//                                                                           (-ECANCELED, scheduled)
+//   The stop callback of a handed-off op is registered by the home slot's thread when it takes the op
+//   (arm_cancellation): the submitting thread touches nothing once the op is published, since the
+//   home thread may finish it and resume the coroutine at once.
 // Invariants:
-//  - only the reactor's thread moves the state out of in_flight to done, and out of cancel_requested;
-//    a stop callback only moves in_flight -> cancel_requested (CAS, so it loses cleanly to a
-//    completion). The handle is scheduled exactly once, after both the kernel and any cancel request
+//  - only the reactor's thread moves the state out of in_flight to done, and out of cancel_requested,
+//    queued and cancel_queued; a stop callback only moves in_flight -> cancel_requested and queued ->
+//    cancel_queued (CAS, so it loses cleanly to a completion or to the home slot taking the op). The handle is scheduled exactly once, after both the kernel and any cancel request
 //    have let go of the op: the frame may be freed as soon as it resumes.
 //  - a stop callback that lost (state not in_flight) touches nothing but the state byte; one that won
 //    touches the op and its slot until it returns, and ~stop_callback in the resumed awaiter waits for
@@ -56,9 +64,9 @@
 //   timespec when it prepares the SQE), so "the kernel never holds an op whose frame is gone" (above)
 //   needs only the op's own completion.
 // Deadlines on the timer path (with_timeout around an op whose slot refused the deadline: multishot
-//   reads and accepts, epoll): the timer's callback runs on the thread that armed it, which is the
-//   op's reactor thread, and calls cancel_for_deadline(): the same request_io_cancel a stop callback
-//   makes, and a flag that check() reads like link_deadline. It needs no stop source, no forwarding
+//   reads and accepts, epoll): the timer's callback runs on the thread that armed it (the op's
+//   reactor thread, or the thread that handed the op off) and calls cancel_for_deadline(): the same
+//   request_io_cancel a stop callback makes, and a flag that check() reads like link_deadline. It needs no stop source, no forwarding
 //   callback and no token swap in with_timeout, and the op's own stop callback stays on the task's
 //   token. The flag is written before the timer's callback returns and read after the awaiter's
 //   disarm, which waits for that callback (timer_queue.hpp), so the two never race.
@@ -89,7 +97,9 @@ struct io_source;
 
 enum class io_kind : std::uint8_t { recv, send, accept, connect, recvmsg, sendmsg };
 
-enum class io_state : std::uint8_t { idle, in_flight, cancel_requested, cancel_issued, done };
+enum class io_state : std::uint8_t { idle, queued, cancel_queued, in_flight, cancel_requested, cancel_issued, done };
+
+class io_awaiter;
 
 /// What the kernel is asked to do. Trivially copyable, so an awaiter can be moved before it starts.
 struct io_request {
@@ -116,7 +126,8 @@ struct io_op : io_request {
   std::coroutine_handle<> handle;
   io_slot* slot = nullptr;
   std::atomic<io_state> state{io_state::idle};
-  io_op* next = nullptr;         // the backend's lists (epoll: the fd's waiters); reactor thread only
+  io_op* next = nullptr;  // the backend's lists (epoll: the fd's waiters), or a slot's hand-off queue
+  io_awaiter* awaiter = nullptr;  // registers the op's stop callback when a home slot takes it
   io_op* next_cancel = nullptr;  // the slot's queue of cancel requests
   bool started = false;          // epoll connect: connect() was issued, now waiting for writability
   std::size_t transferred = 0;   // whole transfers: bytes sent so far, the last completion's included
@@ -187,6 +198,17 @@ class io_awaiter {
   /// Submits op_ on this thread's reactor. Returns whether the coroutine stays suspended; false means
   /// the result is ready now. Throws std::logic_error on a thread with no event loop or runtime.
   bool start(std::coroutine_handle<> self, stop_state* stop);
+
+ public:
+  /// The thread that owns op_ now (the submitting thread, or the home slot's when it takes a handed-off
+  /// op): registers the stop callback on the task's stop state; it may run at once.
+  void arm_cancellation() noexcept {
+    if (stop_ != nullptr && stop_->stop_possible()) {
+      stop_callback_.emplace(*stop_, on_stop{&op_});
+    }
+  }
+
+ protected:
 
   /// After resumption: true if the operation succeeded (op_.result >= 0). Otherwise throws
   /// corio::cancelled (the task was cancelled, or a deadline it took expired) or std::system_error

@@ -16,12 +16,24 @@
 //   Each skipped poll is one io_uring_enter or epoll_wait fewer: under load a worker parks often, and
 //   polls on top of those parks split one batch of completions into several small ones.
 // Multishot (io_uring): a socket's accepts and reads may be served by one multishot op that keeps its
-//   completions in the reactor between operations (io_source.hpp). That state must stay on one
-//   thread, so the slot clears io_request::source (single-shot ops) unless it is exclusive: every
-//   task its executor resumes runs on this thread (an event loop; the worker of a one-worker
-//   runtime, set by worker::run; in a larger runtime tasks are stolen between workers).
+//   completions in the reactor between operations (io_source.hpp). That state stays in the reactor
+//   that created it, its home. An exclusive slot (every task its executor resumes runs on its thread:
+//   an event loop, the worker of a one-worker runtime) serves a socket homed elsewhere with -EXDEV,
+//   as before. In a runtime of several workers tasks are stolen between threads, so a worker's slot
+//   routes (route()): a read or accept on a socket homed at another worker of the same runtime is
+//   handed off to that worker's slot (hand_off(): a Treiber stack `handed_`, pushed with a seq_cst
+//   CAS, then unpark_if_parked(), the same Dekker pair as the cancel queue); that slot takes it at
+//   its next turn (take_handed_off(): CAS queued -> in_flight, submit, register the op's stop
+//   callback) and schedules the task when it finishes, from its own thread, so the task moves to
+//   the socket's home worker and its next operations there are local. A send on such a socket goes
+//   out from where it runs, on the descriptor (the registered file is the home ring's); a socket
+//   whose home is another executor's reactor stays single-shot, as before.
+//   Hand-off queue shutdown: shutdown() swaps in a closed marker; a hand-off that finds it finishes
+//   the op at once with -ECANCELED (the home worker is gone); ops taken by the swap are marked done,
+//   not scheduled, like every op in flight at shutdown (their frames are destroyed next).
 // Threads: submit(), link_deadline(), poll(), shutdown() and the park on the owning thread (the loop's or worker's);
-//   request_cancel() (via a stop callback) and wake() from any thread.
+//   request_cancel() (via a stop callback) and wake() from any thread; hand_off() from another worker
+//   of the same runtime.
 // Cancel queue: an intrusive Treiber stack of io_ops (`cancels_`): pushed with a release CAS by stop
 //   callbacks, taken whole with an acquire exchange by the owning thread (see io_op.hpp for the op
 //   states that make a completion and a cancel request meet safely).
@@ -64,9 +76,15 @@ class io_slot final : private park_backend {
   io_slot(const io_slot&) = delete;
   io_slot& operator=(const io_slot&) = delete;
 
-  /// Owning thread. Starts `op` (creating the reactor on first use); true if it finished at once.
-  /// Throws std::system_error if the reactor cannot be created.
-  bool submit(io_op& op);
+  enum class submitted : std::uint8_t {
+    finished,    // at once: op.result is set, nothing holds the op
+    in_flight,   // this slot's reactor holds it: the caller registers its stop callback
+    handed_off,  // another worker's slot holds it (and registers the stop callback): touch nothing
+  };
+
+  /// Owning thread. Starts `op` here (creating the reactor on first use) or hands it to its socket's
+  /// home slot. Throws std::system_error if the reactor cannot be created.
+  submitted submit(io_op& op);
 
   /// Owning thread, just before submit(op) (io_op.hpp, "Linked deadlines"). If the reactor will issue
   /// `op` as one plain request that a timeout can be linked to (io_uring, no multishot source), stores
@@ -78,9 +96,9 @@ class io_slot final : private park_backend {
   /// Any thread. The stop callback path of io_op.hpp's state diagram.
   void request_cancel(io_op& op) noexcept;
 
-  /// Owning thread. One loop turn without blocking, if any op is in flight.
+  /// Owning thread. One loop turn without blocking, if any op is in flight or handed to this slot.
   void poll() noexcept {
-    if (pending_ != 0) {
+    if (pending_ != 0 || handed_.load(std::memory_order_relaxed) != nullptr) {
       turn(std::chrono::nanoseconds::zero());
     }
   }
@@ -112,6 +130,8 @@ class io_slot final : private park_backend {
   std::uint64_t linked_timeouts() const noexcept;
   /// Owning thread. Sockets in the reactor's registered file table now (0 on epoll).
   std::size_t registered_files() const noexcept;
+  /// Owning thread. Operations other workers handed to this slot so far; for tests.
+  std::uint64_t handed_off_here() const noexcept { return handed_off_here_; }
 
   /// The backend of the reactor, or io_backend::automatic if none was created yet. Thread-safe.
   io_backend backend() const noexcept { return backend_.load(std::memory_order_acquire); }
@@ -130,8 +150,13 @@ class io_slot final : private park_backend {
 
  private:
   reactor& ensure_reactor();
-  /// The reactor, with `op` made fit for it: its source dropped unless this slot is exclusive.
-  reactor& prepare(io_op& op);
+  /// Where `op` runs: this slot, or the home slot of its socket's multishot state (see "Multishot";
+  /// the source is dropped from ops that run here without it). Creates the reactor on first use.
+  io_slot& route(io_op& op);
+  /// Another worker's thread: queues `op` for this (its socket's home) slot and wakes it.
+  submitted hand_off(io_op& op) noexcept;
+  void drain_handed_off() noexcept;
+  void take_handed_off(io_op& op) noexcept;
   void park(std::optional<std::chrono::nanoseconds> timeout) noexcept override;
   void wake() noexcept override;
   void turn(std::optional<std::chrono::nanoseconds> timeout) noexcept;
@@ -153,6 +178,8 @@ class io_slot final : private park_backend {
   std::uint64_t turns_at_maintain_ = 0;
   bool shut_down_ = false;
   std::atomic<io_op*> cancels_{nullptr};
+  std::atomic<io_op*> handed_{nullptr};  // ops other workers handed to this slot, or closed_marker()
+  std::uint64_t handed_off_here_ = 0;
   std::size_t batch_size_ = 0;
   std::coroutine_handle<> batch_[batch_capacity];
 };
