@@ -16,9 +16,12 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "support/net.hpp"
@@ -78,6 +81,27 @@ corio::task<bool> wait_for_home(const std::atomic<std::thread::id>& home) {
   co_return home.load() != std::thread::id() && home.load() != std::this_thread::get_id();
 }
 
+// A connected pair whose server stream is homed at a worker that a holder task keeps busy for a
+// while; the caller continues on the other worker. Shared with the holder, which reads through it.
+struct held_home {
+  tcp_stream client;
+  tcp_stream server;
+  std::atomic<std::thread::id> home{};
+  std::optional<corio::join_handle<void>> holder;
+};
+
+corio::task<std::shared_ptr<held_home>> hold_home(std::chrono::milliseconds hold) {
+  auto held = std::make_shared<held_home>();
+  std::tie(held->client, held->server) = co_await connected_pair();
+  co_await held->client.write_all(bytes("1"));
+  auto holder = [](std::shared_ptr<held_home> h, std::chrono::milliseconds ms) -> corio::task<void> {
+    co_await read_then_hold_worker(h->server, h->home, ms);
+  };
+  held->holder.emplace(corio::spawn(holder(held, hold)));
+  EXPECT_TRUE(co_await wait_for_home(held->home)) << "the holder never ran on the other worker";
+  co_return held;
+}
+
 TYPED_TEST(multishot_workers, connections_on_two_workers_are_served_by_multishot_reads) {
   constexpr int connections = 16;
   constexpr int round_trips = 50;
@@ -126,19 +150,17 @@ TYPED_TEST(multishot_workers, connections_on_two_workers_are_served_by_multishot
 TYPED_TEST(multishot_workers, a_read_from_the_other_worker_is_handed_to_the_sockets_home) {
   corio::runtime rt(runtime_options(TestFixture::backend, 2));
   rt.block_on([backend = TestFixture::backend]() -> corio::task<void> {
-    auto [client, server] = co_await connected_pair();
-    std::atomic<std::thread::id> home{};
-    co_await client.write_all(bytes("1"));
-    auto holder = corio::spawn(read_then_hold_worker(server, home, 100ms));
-    EXPECT_TRUE(co_await wait_for_home(home)) << "the holder never ran on the other worker";
+    auto held = co_await hold_home(100ms);
+    tcp_stream& client = held->client;
+    tcp_stream& server = held->server;
     co_await client.write_all(bytes("hello"));
     std::string got(5, '\0');
     co_await server.read_exact(std::as_writable_bytes(std::span(got)));
     EXPECT_EQ(got, "hello");
-    if (backend == corio::io_backend::io_uring && std::this_thread::get_id() == home.load()) {
+    if (backend == corio::io_backend::io_uring && std::this_thread::get_id() == held->home.load()) {
       EXPECT_GT(this_slot().handed_off_here(), 0u) << "the home worker resumed us without a hand-off";
     }
-    co_await std::move(holder);
+    co_await std::move(*held->holder);
     for (int i = 0; i < 20; ++i) {  // later reads still work, wherever the task runs
       co_await client.write_all(bytes("x"));
       std::byte one[1];
@@ -153,22 +175,18 @@ TYPED_TEST(multishot_workers, a_read_from_the_other_worker_is_handed_to_the_sock
 TYPED_TEST(multishot_workers, cancelling_a_handed_off_read_before_the_home_takes_it) {
   corio::runtime rt(runtime_options(TestFixture::backend, 2));
   rt.block_on([]() -> corio::task<void> {
-    auto [client, server] = co_await connected_pair();
-    std::atomic<std::thread::id> home{};
-    co_await client.write_all(bytes("1"));
-    auto holder = corio::spawn(read_then_hold_worker(server, home, 200ms));
-    EXPECT_TRUE(co_await wait_for_home(home));
+    auto held = co_await hold_home(200ms);
     auto reader = corio::spawn([](tcp_stream& stream) -> corio::task<void> {
       std::byte buffer[16];
       co_await stream.read_some(buffer);
       ADD_FAILURE() << "the read returned although nothing was sent";
-    }(server));
+    }(held->server));
     for (int i = 0; i < 10; ++i) {
       co_await corio::yield();  // the reader starts and hands its read off
     }
     reader.cancel();
     EXPECT_THROW(co_await corio::with_timeout(5s, std::move(reader)), corio::cancelled);
-    co_await std::move(holder);
+    co_await std::move(*held->holder);
   }());
 }
 
@@ -177,16 +195,14 @@ TYPED_TEST(multishot_workers, cancelling_a_handed_off_read_before_the_home_takes
 TYPED_TEST(multishot_workers, a_deadline_passing_while_the_read_is_handed_off_times_it_out) {
   corio::runtime rt(runtime_options(TestFixture::backend, 2));
   rt.block_on([]() -> corio::task<void> {
-    auto [client, server] = co_await connected_pair();
-    std::atomic<std::thread::id> home{};
-    co_await client.write_all(bytes("1"));
-    auto holder = corio::spawn(read_then_hold_worker(server, home, 200ms));
-    EXPECT_TRUE(co_await wait_for_home(home));
+    auto held = co_await hold_home(200ms);
+    tcp_stream& client = held->client;
+    tcp_stream& server = held->server;
     std::byte buffer[16];
     auto started = std::chrono::steady_clock::now();
     EXPECT_THROW(co_await corio::with_timeout(20ms, server.read_some(buffer)), corio::timed_out);
     EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
-    co_await std::move(holder);
+    co_await std::move(*held->holder);
     co_await client.write_all(bytes("after"));  // the stream still reads after a timed-out read
     std::string got(5, '\0');
     co_await server.read_exact(std::as_writable_bytes(std::span(got)));
@@ -201,19 +217,13 @@ TYPED_TEST(multishot_workers, a_runtime_destroyed_with_a_handed_off_read_frees_e
   {
     corio::runtime rt(runtime_options(TestFixture::backend, 2));
     rt.block_on([](std::atomic<bool>& started) -> corio::task<void> {
-      auto pair = std::make_shared<std::pair<tcp_stream, tcp_stream>>(co_await connected_pair());
-      auto home = std::make_shared<std::atomic<std::thread::id>>();
-      co_await pair->first.write_all(bytes("1"));
-      corio::spawn([](std::shared_ptr<std::pair<tcp_stream, tcp_stream>> p,
-                      std::shared_ptr<std::atomic<std::thread::id>> h) -> corio::task<void> {
-        co_await read_then_hold_worker(p->second, *h, 100ms);
-      }(pair, home)).detach();
-      co_await wait_for_home(*home);
-      corio::spawn([](std::shared_ptr<std::pair<tcp_stream, tcp_stream>> p, std::atomic<bool>& s) -> corio::task<void> {
+      auto held = co_await hold_home(100ms);
+      held->holder->detach();
+      corio::spawn([](std::shared_ptr<held_home> h, std::atomic<bool>& s) -> corio::task<void> {
         s.store(true);
         std::byte buffer[16];
-        co_await p->second.read_some(buffer);
-      }(pair, started)).detach();
+        co_await h->server.read_some(buffer);
+      }(held, started)).detach();
       for (int turn = 0; turn < 100000 && !started.load(); ++turn) {
         co_await corio::yield();
       }
