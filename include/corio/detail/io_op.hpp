@@ -40,9 +40,11 @@
 //    an executor's shutdown, after its slots cancelled and reaped every op (io_slot.hpp, shutdown).
 //    The awaiter's destructor checks this and aborts loudly rather than free memory the kernel owns.
 // Memory order: the op's fields are written by the submitting (= reactor) thread before the stop
-//   callback is registered (registration publishes them to the callback). The callback's CAS is
-//   acq_rel; it pushes the op on the slot's queue with a release CAS, which the reactor thread's
-//   acquire exchange pairs with. The result reaches the resumed coroutine through executor::schedule.
+//   callback is registered (registration publishes them to the callback); a handed-off op's fields
+//   reach its home thread through the hand-off queue (seq_cst push, seq_cst exchange). The callback's
+//   CAS is acq_rel; it pushes the op on the slot's queue with a release CAS, which the reactor
+//   thread's acquire exchange pairs with. The result reaches the resumed coroutine through
+//   executor::schedule.
 // Whole transfers (write_all): the reactor, not the task, loops over short sends (advance_whole): a
 //   write that needs several syscalls still resumes its task once and costs no coroutine frame. It
 //   re-issues the op only while the state is in_flight (and not during shutdown); a cancel request
