@@ -123,17 +123,24 @@ reactor& io_slot::ensure_reactor() {
 
 io_slot& io_slot::route(io_op& op) {
   ensure_reactor();
-  if (exclusive_ || op.source == nullptr || *op.source == nullptr) {
+  if (exclusive_ || op.source == nullptr) {
     return *this;  // an exclusive slot serves or refuses (-EXDEV) a socket homed elsewhere itself
+  }
+  if (op.kind != io_kind::recv) {
+    op.source = nullptr;  // see "Multishot": only a stream's one reader may create or read its state
+    return *this;
+  }
+  if (*op.source == nullptr) {
+    return *this;  // the first read: the stream's multishot state will live here
   }
   io_slot* home = home_of(**op.source);
   if (home == this || home == nullptr) {
     return *this;  // homed here, or its reactor is gone: adopted here
   }
-  if (&home->owner_ == &owner_ && op.kind != io_kind::send) {
+  if (&home->owner_ == &owner_) {
     return *home;
   }
-  op.source = nullptr;  // a send (the registered file is the home ring's), or another executor's socket
+  op.source = nullptr;  // another executor's socket: single-shot here
   return *this;
 }
 

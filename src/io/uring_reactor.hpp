@@ -48,6 +48,9 @@ class uring_reactor final : public reactor {
   void setup_buffers() noexcept;
   void teardown_buffers() noexcept;
   bool submit_with_source(io_op& op) noexcept;
+  /// Parks `op` on `source` behind the ops already parked there, and takes the oldest back.
+  void park(io_source& source, io_op& op) noexcept;
+  io_op& unpark_oldest(io_source& source) noexcept;
   bool cancel_parked(io_op& op) noexcept;
   void on_source_completion(io_source& source, std::int32_t result, std::uint32_t flags, completion_sink sink) noexcept;
   void arm(io_source& source) noexcept;

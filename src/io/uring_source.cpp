@@ -26,7 +26,9 @@
 //   the connection open). A full table, or a kernel without one, leaves sockets on their descriptors.
 // Invariants (owning thread only, like the rest of the reactor):
 //  - a source is in `sources_` while its owner is this reactor; `armed` while the kernel holds its
-//    multishot (`armed_` counts them); at most one op parked (`waiter`), counted in `in_flight_`;
+//    multishot (`armed_` counts them); parked ops wait in arrival order (`waiters`, linked through
+//    io_op::next: one at most on a stream, whose reads are one at a time; any number of accepts on a
+//    listener), each counted in `in_flight_`, and none waits while completions are queued;
 //  - a released source (the socket let go) is freed when it is not armed: at once, or at the CQE
 //    without IORING_CQE_F_MORE after the ASYNC_CANCEL release sent; buffers named by later CQEs go
 //    back to the ring and descriptors are closed;
@@ -55,6 +57,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <utility>
 
 #include <corio/detail/io_slot.hpp>
 #include <corio/detail/ring.hpp>
@@ -79,7 +82,8 @@ struct io_source {
   std::atomic<life> state{life::live};
   io_source* prev = nullptr;
   io_source* next = nullptr;
-  io_op* waiter = nullptr;
+  io_op* waiter = nullptr;       // the oldest parked op; the rest follow through io_op::next
+  io_op* last_waiter = nullptr;
   // Completions not yet taken: a request/response socket holds one at a time, so a few slots inside
   // the source serve it without touching another cache line (a std::deque is two more allocations).
   entry queue_slots[4];
@@ -172,6 +176,7 @@ void uring_reactor::teardown_buffers() noexcept {
     unlink(source);
     drop_queued(source);  // its loop is gone; a read elsewhere starts afresh
     source.waiter = nullptr;
+    source.last_waiter = nullptr;
     source.armed = false;
     source.cancelling = false;
     source.owner = nullptr;
@@ -230,7 +235,7 @@ bool uring_reactor::submit_with_source(io_op& op) noexcept {
     if (!source.armed) {
       arm(source);
     }
-    source.waiter = &op;
+    park(source, op);
   }
   ++in_flight_;
   return false;
@@ -333,22 +338,19 @@ void uring_reactor::on_source_completion(io_source& source, std::int32_t result,
     }
     return;
   }
-  if (source.waiter != nullptr) {
-    io_op& op = *source.waiter;
-    if (!source.queue.empty()) {
-      source.waiter = nullptr;
-      op.result = take(source, op);
-      --in_flight_;
-      sink(op);
-    } else if (!source.armed && !draining_) {  // ended with nothing for it: dry ring, or a cancel
-      if (source.kind == io_kind::recv && (source.ended || !multishot_ || !ring_has_room())) {
-        source.waiter = nullptr;
-        prep_single(op);  // stays counted in in_flight_; its own CQE finishes it
-      } else if (multishot_) {
-        arm(source);
-      } else {
-        source.waiter = nullptr;
-        prep_single(op);
+  while (source.waiter != nullptr && !source.queue.empty()) {
+    io_op& op = unpark_oldest(source);
+    op.result = take(source, op);
+    --in_flight_;
+    sink(op);
+  }
+  if (source.waiter != nullptr && !source.armed && !draining_) {  // ended with nothing for them
+    bool plain_recv = source.kind == io_kind::recv && (source.ended || !ring_has_room());
+    if (multishot_ && !plain_recv) {
+      arm(source);
+    } else {
+      while (source.waiter != nullptr) {
+        prep_single(unpark_oldest(source));  // stays counted in in_flight_; its own CQE finishes it
       }
     }
   }
@@ -357,11 +359,43 @@ void uring_reactor::on_source_completion(io_source& source, std::int32_t result,
   }
 }
 
+void uring_reactor::park(io_source& source, io_op& op) noexcept {
+  op.next = nullptr;
+  if (source.last_waiter != nullptr) {
+    source.last_waiter->next = &op;
+  } else {
+    source.waiter = &op;
+  }
+  source.last_waiter = &op;
+}
+
+io_op& uring_reactor::unpark_oldest(io_source& source) noexcept {
+  io_op& op = *source.waiter;
+  source.waiter = op.next;
+  if (source.waiter == nullptr) {
+    source.last_waiter = nullptr;
+  }
+  op.next = nullptr;
+  return op;
+}
+
 bool uring_reactor::cancel_parked(io_op& op) noexcept {
-  if (op.source == nullptr || *op.source == nullptr || (*op.source)->waiter != &op) {
+  if (op.source == nullptr || *op.source == nullptr) {
     return false;
   }
-  (*op.source)->waiter = nullptr;
+  io_source& source = **op.source;
+  io_op* before = nullptr;
+  io_op* each = source.waiter;
+  while (each != nullptr && each != &op) {
+    before = std::exchange(each, each->next);
+  }
+  if (each == nullptr) {
+    return false;  // not parked here: it is in the kernel
+  }
+  (before != nullptr ? before->next : source.waiter) = op.next;
+  if (source.last_waiter == &op) {
+    source.last_waiter = before;
+  }
   op.result = -ECANCELED;
   op.next = finished_here_;
   finished_here_ = &op;
@@ -370,7 +404,7 @@ bool uring_reactor::cancel_parked(io_op& op) noexcept {
 
 void uring_reactor::detach_all_parked() noexcept {
   for (io_source* source = sources_; source != nullptr; source = source->next) {
-    if (source->waiter != nullptr) {
+    while (source->waiter != nullptr) {
       cancel_parked(*source->waiter);
     }
   }

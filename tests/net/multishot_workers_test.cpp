@@ -145,7 +145,7 @@ TYPED_TEST(multishot_workers, connections_on_two_workers_are_served_by_multishot
   }
 }
 
-// The read is handed off to the socket's home worker, which finishes it from the data its multishot
+// The read is handed off to the stream's home worker, which finishes it from the data its multishot
 // recv queued and resumes the task there.
 TYPED_TEST(multishot_workers, a_read_from_the_other_worker_is_handed_to_the_sockets_home) {
   corio::runtime rt(runtime_options(TestFixture::backend, 2));

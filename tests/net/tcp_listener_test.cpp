@@ -1,8 +1,11 @@
 // corio::net::tcp_listener typed over both backends: bind errors, and EMFILE on accept.
 #include <corio/event_loop.hpp>
+#include <corio/join_handle.hpp>
 #include <corio/net/tcp_listener.hpp>
 #include <corio/net/tcp_stream.hpp>
+#include <corio/runtime.hpp>
 #include <corio/time.hpp>
+#include <corio/yield.hpp>
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -109,6 +112,50 @@ TYPED_TEST(listener, accept_hitting_emfile_keeps_the_accept_loop_alive) {
     EXPECT_EQ(got, "served");
   });
   ::setrlimit(RLIMIT_NOFILE, &original);
+}
+
+}  // namespace
+
+namespace {
+
+// Several tasks accept on one listener at once (on io_uring they all park on its one multishot
+// accept): every connection goes to exactly one of them, none is lost, and each is served.
+corio::task<int> accept_and_echo_each(tcp_listener& listener, int connections) {
+  for (int i = 0; i < connections; ++i) {
+    co_await echo_connection(co_await listener.accept());
+  }
+  co_return connections;
+}
+
+corio::task<void> several_accepts_on_one_listener() {
+  constexpr int acceptors = 4;
+  constexpr int per_acceptor = 3;
+  auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
+  std::vector<corio::join_handle<int>> accepting;
+  for (int a = 0; a < acceptors; ++a) {
+    accepting.push_back(corio::spawn(accept_and_echo_each(listener, per_acceptor)));
+  }
+  for (int i = 0; i < 3; ++i) {
+    co_await corio::yield();  // every acceptor is parked before the first connection arrives
+  }
+  for (int c = 0; c < acceptors * per_acceptor; ++c) {
+    std::string message = "connection " + std::to_string(c);
+    EXPECT_EQ(co_await corio::with_timeout(5s, echo_once(listener.local_endpoint(), message)), message);
+  }
+  int accepted = 0;
+  for (auto& each : accepting) {
+    accepted += co_await corio::with_timeout(5s, std::move(each));
+  }
+  EXPECT_EQ(accepted, acceptors * per_acceptor);
+}
+
+TYPED_TEST(listener, several_tasks_accept_on_one_listener_at_once_on_a_loop) {
+  run_on_loop(TestFixture::backend, [] { return several_accepts_on_one_listener(); });
+}
+
+TYPED_TEST(listener, several_tasks_accept_on_one_listener_at_once_on_two_workers) {
+  corio::runtime rt(runtime_options(TestFixture::backend, 2));
+  rt.block_on(several_accepts_on_one_listener());
 }
 
 }  // namespace

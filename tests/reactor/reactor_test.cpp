@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <future>
 #include <thread>
 #include <vector>
@@ -234,11 +235,16 @@ TYPED_TEST(reactor, an_idle_runtime_with_open_sockets_uses_almost_no_cpu) {
   corio::runtime rt(runtime_options(TestFixture::backend));
   auto ready = std::make_shared<std::promise<void>>();
   auto idle = rt.spawn([](std::shared_ptr<std::promise<void>> ready) -> corio::task<void> {
-    auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
-    auto accepting = corio::spawn(accept_and_echo(listener, 1'000'000));
+    // Shared with the accepting task: a cancelled join (below) stops waiting at once, so this frame
+    // may be gone while that task still accepts on the listener.
+    auto listener = std::make_shared<tcp_listener>(tcp_listener::bind(endpoint::loopback_v4(0)));
+    auto accept_forever = [](std::shared_ptr<tcp_listener> on) -> corio::task<void> {
+      co_await accept_and_echo(*on, 1'000'000);
+    };
+    auto accepting = corio::spawn(accept_forever(listener));
     std::vector<tcp_stream> clients;
     for (int i = 0; i < 8; ++i) {
-      clients.push_back(co_await tcp_stream::connect(listener.local_endpoint()));
+      clients.push_back(co_await tcp_stream::connect(listener->local_endpoint()));
     }
     ready->set_value();
     co_await std::move(accepting);  // never finishes; cancelled below

@@ -20,7 +20,7 @@
 //     cancel_requested --completion--> done, *not* scheduled yet: the op is still on (or about to be
 //                                      pushed onto) the slot's cancel queue; the slot schedules it when
 //                                      it pops it there and finds it done.
-//   An op handed to another worker's slot (a read or accept on a socket whose multishot state that
+//   An op handed to another worker's slot (a read on a stream whose multishot state that
 //   worker's reactor keeps: io_slot.hpp, "Multishot") starts one step earlier:
 //     idle --hand-off--> queued --the home slot takes it (CAS)--> in_flight    (then as above)
 //     queued --stop callback or deadline (CAS)--> cancel_queued --the home slot takes it--> done

@@ -20,14 +20,17 @@
 //   that created it, its home. An exclusive slot (every task its executor resumes runs on its thread:
 //   an event loop, the worker of a one-worker runtime) serves a socket homed elsewhere with -EXDEV,
 //   as before. In a runtime of several workers tasks are stolen between threads, so a worker's slot
-//   routes (route()): a read or accept on a socket homed at another worker of the same runtime is
-//   handed off to that worker's slot (hand_off(): a Treiber stack `handed_`, pushed with a seq_cst
+//   routes (route()): a read on a stream homed at another worker of the same runtime is handed off
+//   to that worker's slot (hand_off(): a Treiber stack `handed_`, pushed with a seq_cst
 //   CAS, then unpark_if_parked(), the same Dekker pair as the cancel queue); that slot takes it at
 //   its next turn (take_handed_off(): CAS queued -> in_flight, submit, register the op's stop
 //   callback) and schedules the task when it finishes, from its own thread, so the task moves to
-//   the socket's home worker and its next operations there are local. A send on such a socket goes
-//   out from where it runs, on the descriptor (the registered file is the home ring's); a socket
-//   whose home is another executor's reactor stays single-shot, as before.
+//   the stream's home worker and its next reads there are local. Only reads: a stream has one reader
+//   at a time, so only that reader creates or reads the stream's io_source pointer, while its writer
+//   may run on another worker at the same moment; on such a runtime sends go out on the descriptor
+//   and accepts stay single-shot (several tasks on several workers may accept on one listener at
+//   once, and would race to create its state). A stream homed in another executor's reactor is read
+//   single-shot, as before.
 //   Hand-off queue shutdown: shutdown() swaps in a closed marker; a hand-off that finds it finishes
 //   the op at once with -ECANCELED (the home worker is gone); ops taken by the swap are marked done,
 //   not scheduled, like every op in flight at shutdown (their frames are destroyed next).

@@ -36,9 +36,11 @@ class accept_awaiter : public corio::detail::accept_fd_awaiter {
 /// A listening TCP socket. Move-only; closes on destruction. accept() is an awaitable with the
 /// same error, cancellation and resumption rules as tcp_stream's operations; several tasks may
 /// accept on one listener at once (each connection goes to one of them). Errors such as EMFILE
-/// (out of descriptors) are reported by that accept only: the listener stays usable. On io_uring,
-/// under an event loop or a one-worker runtime, one multishot accept serves every accept; connections
-/// that arrive with no accept waiting are queued (up to 64, then the kernel's backlog holds the rest).
+/// (out of descriptors) are reported by that accept only: the listener stays usable. Never close or
+/// destroy the listener while an accept on it is in flight. On io_uring, under an event loop or a
+/// one-worker runtime, one multishot accept serves every accept; connections that arrive with no
+/// accept waiting are queued (up to 64, then the kernel's backlog holds the rest). On a runtime of
+/// several workers each accept is a single-shot operation.
 ///
 ///     auto listener = corio::net::tcp_listener::bind(corio::net::endpoint::loopback_v4(0));
 ///     auto port = listener.local_endpoint().port();              // the ephemeral port chosen

@@ -51,10 +51,11 @@ class connect_awaiter : public corio::detail::io_awaiter {
 /// std::error_code& stores the error instead. Cancelling the task (join_handle::cancel, when_any,
 /// with_timeout) cancels the operation in the kernel and completes it with corio::cancelled (or
 /// std::errc::operation_canceled). Not thread-safe: one reader and one writer at a time, and never
-/// close or destroy the stream while one of its operations is in flight. On io_uring, under an event
-/// loop or a one-worker runtime, reads come from one multishot recv into the reactor's buffer ring
-/// (data that arrives before a read is kept for it); such a stream stays with that loop: reading it
-/// from another loop's task fails with EXDEV (it may be closed or destroyed anywhere).
+/// close or destroy the stream while one of its operations is in flight. On io_uring, reads come from
+/// one multishot recv into the buffer ring of the reactor that first read it (data that arrives
+/// before a read is kept for it); a read from another worker of the same runtime is handed to that
+/// reactor's worker, and the task resumes there; reading it from another loop's task fails with EXDEV
+/// (it may be closed or destroyed anywhere).
 ///
 ///     auto stream = co_await corio::net::tcp_stream::connect(*corio::net::endpoint::parse("127.0.0.1:7"));
 ///     co_await stream.write_all("ping\n");
