@@ -75,11 +75,7 @@ task<T> with_stop_token(std::stop_token token, task<T> body) {
     throw invalid_task("corio::with_stop_token: empty or finished task");
   }
   detail::race_cancellation cancellation(co_await detail::current_stop_token{});
-  struct request {
-    detail::stop_state* source;
-    void operator()() const noexcept { source->request_stop(); }
-  };
-  std::stop_callback<request> bridge(std::move(token), request{&cancellation.source()});
+  std::stop_callback<detail::request_stop_of> bridge(std::move(token), detail::request_stop_of{&cancellation.source()});
   auto handle = body.release();
   handle.promise().stop_ = cancellation.token();
   co_return co_await task<T>{handle};

@@ -42,10 +42,6 @@ class race_cancellation {
   stop_state* token() noexcept { return &source_; }
 
  private:
-  struct request_stop_of {
-    stop_state* source;
-    void operator()() const noexcept { source->request_stop(); }
-  };
   stop_state source_;  // declared first, destroyed last: the forwarding callback points at it
   std::optional<stop_callback<request_stop_of>> forward_;
 };

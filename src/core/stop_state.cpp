@@ -43,20 +43,12 @@ bool stop_state::request_stop() noexcept {
   if (!stop_possible()) {
     return false;
   }
-  backoff wait;
-  std::uint32_t word = word_.load(std::memory_order_relaxed);
-  for (;;) {
-    if ((word & requested) != 0) {
-      return false;
-    }
-    if ((word & locked) == 0 && word_.compare_exchange_weak(word, word | requested | locked, std::memory_order_acq_rel,
-                                                            std::memory_order_relaxed)) {
-      break;
-    }
-    wait.pause();
-    word = word_.load(std::memory_order_relaxed);
+  std::uint32_t word = lock();
+  if ((word & requested) != 0) {
+    unlock(word);
+    return false;
   }
-  word |= requested;
+  word |= requested;  // published by the next unlock, before any callback runs
   requester_ = this_thread_id();
   while (head_ != nullptr) {
     stop_callback_base& callback = *head_;

@@ -26,9 +26,10 @@
 //   the connection open). A full table, or a kernel without one, leaves sockets on their descriptors.
 // Invariants (owning thread only, like the rest of the reactor):
 //  - a source is in `sources_` while its owner is this reactor; `armed` while the kernel holds its
-//    multishot (`armed_` counts them); parked ops wait in arrival order (`waiters`, linked through
-//    io_op::next: one at most on a stream, whose reads are one at a time; any number of accepts on a
-//    listener), each counted in `in_flight_`, and none waits while completions are queued;
+//    multishot (`armed_` counts them); parked ops wait in arrival order (from `waiter`, linked
+//    through io_op::next: one at most on a stream, whose reads are one at a time; any number of
+//    accepts on a listener), each counted in `in_flight_`, and none waits while completions are
+//    queued;
 //  - a released source (the socket let go) is freed when it is not armed: at once, or at the CQE
 //    without IORING_CQE_F_MORE after the ASYNC_CANCEL release sent; buffers named by later CQEs go
 //    back to the ring and descriptors are closed;

@@ -31,7 +31,8 @@
 // Invariants:
 //  - only the reactor's thread moves the state out of in_flight to done, and out of cancel_requested,
 //    queued and cancel_queued; a stop callback only moves in_flight -> cancel_requested and queued ->
-//    cancel_queued (CAS, so it loses cleanly to a completion or to the home slot taking the op). The handle is scheduled exactly once, after both the kernel and any cancel request
+//    cancel_queued (CAS, so it loses cleanly to a completion or to the home slot taking the op).
+//    The handle is scheduled exactly once, after both the kernel and any cancel request
 //    have let go of the op: the frame may be freed as soon as it resumes.
 //  - a stop callback that lost (state not in_flight) touches nothing but the state byte; one that won
 //    touches the op and its slot until it returns, and ~stop_callback in the resumed awaiter waits for
@@ -68,10 +69,11 @@
 // Deadlines on the timer path (with_timeout around an op whose slot refused the deadline: multishot
 //   reads and accepts, epoll): the timer's callback runs on the thread that armed it (the op's
 //   reactor thread, or the thread that handed the op off) and calls cancel_for_deadline(): the same
-//   request_io_cancel a stop callback makes, and a flag that check() reads like link_deadline. It needs no stop source, no forwarding
-//   callback and no token swap in with_timeout, and the op's own stop callback stays on the task's
-//   token. The flag is written before the timer's callback returns and read after the awaiter's
-//   disarm, which waits for that callback (timer_queue.hpp), so the two never race.
+//   request_io_cancel a stop callback makes, and a flag that check() reads like link_deadline. It
+//   needs no stop state, no forwarding callback and no token swap in with_timeout, and the op's own
+//   stop callback stays on the task's state. The flag is written before the timer's callback returns
+//   and read after the awaiter's disarm, which waits for that callback (timer_queue.hpp), so the two
+//   never race.
 // Rejected: a per-reactor map from ids to ops (a look-up per completion, and still a lifetime problem);
 //   letting the stop callback touch the ring itself (io_uring's submission queue is single-producer,
 //   and SINGLE_ISSUER makes a second submitter an error); resuming with corio::cancelled at once on

@@ -30,8 +30,9 @@
 //     this thread (destroyed from inside its own invocation), it tells the requester not to touch it
 //     again; not running, it has finished.
 // Memory order: the lock is taken with an acquire CAS and released with a release store, so all list
-//   work is ordered. Setting `requested` is an acq_rel CAS and stop_requested() an acquire load: what a
-//   requester wrote before request_stop() is visible to a task that sees the request. The done flag is
+//   work is ordered. `requested` is set under the lock and published by the release store that
+//   unlocks, before any callback runs; stop_requested() is an acquire load: what a requester wrote
+//   before request_stop() is visible to a task that sees the request. The done flag is
 //   stored with release after the callback returned and waited for with acquire.
 // Rejected: std::stop_source (above); one callback slot per state instead of a list (when_all's
 //   operands share their parent's state and suspend at the same time); a lock-free list (removal of an
@@ -121,11 +122,18 @@ class stop_state {
   std::atomic<std::uint32_t> word_{0};
   stop_callback_base* head_ = nullptr;
   stop_callback_base* running_ = nullptr;  // the callback a request is running, under the lock
-  const void* requester_ = nullptr;        // the thread running the callbacks (this_thread_id()), under the lock
+  const void* requester_ = nullptr;        // the thread running the callbacks, under the lock
 };
 
 /// The state of chains that must not be cancelled (corio::shield).
 inline stop_state never_stops{never_stop_t{}};
+
+/// A callback that requests stop on another state: how an outer cancellation reaches an inner one
+/// (when_any's operands, with_timeout's operand, with_stop_token's body).
+struct request_stop_of {
+  stop_state* target;
+  void operator()() const noexcept { target->request_stop(); }
+};
 
 /// Registers `Callback` on a stop_state for its lifetime (std::stop_callback's counterpart): it runs
 /// once, on the requesting thread, when stop is requested, or at once in the constructor if it was

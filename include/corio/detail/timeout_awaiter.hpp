@@ -13,9 +13,9 @@
 //   awaiting coroutine's promise (promise_base::stop_) in its await_suspend. For the duration of the
 //   await, the awaiter points that promise at its own stop state (a member: no allocation), requested
 //   by the timer's callback and by the awaiting task's own state (a forwarding stop_callback);
-//   await_resume points it back. Nothing
-//   else reads a suspended coroutine's promise token, and a task operand started from here inherits
-//   the awaiter's token for its chain, which finishes before await_resume.
+//   await_resume points it back. Nothing else reads a suspended coroutine's promise token, and a task
+//   operand started from here inherits the awaiter's token for its chain, which finishes before
+//   await_resume.
 // Self-cancelling operands: an operand's awaiter with `void cancel_for_deadline() noexcept` (every corio
 //   socket operation) is cancelled by the timer's callback calling it, on the thread that armed the
 //   timer, which is the operation's reactor thread. Then nothing is forwarded and the chain's token is
@@ -45,7 +45,8 @@
 //     corio::timed_out; a value it produced is returned (never dropped).
 // A frame destroyed while suspended here (shutdown): the destructor disarms (waiting for a callback in
 //   flight), then the operand's awaiter, the forwarding callback and the source go, in that order.
-// Memory order: the stop state and the timer entry carry their own (stop_state.hpp, timer_queue.hpp); what the operand's completion wrote reaches us through its executor's schedule.
+// Memory order: the stop state and the timer entry carry their own (stop_state.hpp,
+//   timer_queue.hpp); what the operand's completion wrote reaches us through its executor's schedule.
 // Rejected: arming the timer and disarming it once an io operand took the deadline (a heap push and
 //   removal per read for nothing); arming it after the operand started when not taken (a bad_alloc
 //   from arm() would then leave a started operation behind an exception); when_any of the operand and
@@ -128,10 +129,6 @@ class timeout_awaiter : private timer {
   }
 
  private:
-  struct request_stop_of {
-    stop_state* source;
-    void operator()() const noexcept { source->request_stop(); }
-  };
   // The operand's awaiter, built in place (it may be neither copyable nor movable).
   struct inner {
     awaiter_t<Awaitable> awaiter;

@@ -49,9 +49,9 @@
 //   written under the lock (links, states, the primitive's counters) is visible to the next holder.
 //   What the waker wrote reaches the resumed coroutine through executor::schedule (a release/acquire
 //   post, or a push on the same thread); `in_hand_` is cleared with release and polled with acquire.
-// Cancellation: the awaiter registers its stop_callback (stop_state.hpp) before it links itself and never under
-//   the lock (a callback that runs at once takes the lock itself); it removes the callback first thing
-//   on resumption, and ~stop_callback waits for a callback in flight on another thread.
+// Cancellation: the awaiter registers its stop_callback (stop_state.hpp) before it links itself and
+//   never under the lock (a callback that runs at once takes the lock itself); it removes the callback
+//   first thing on resumption, and ~stop_callback waits for a callback in flight on another thread.
 // Rejected alternatives:
 //  - lock-free waiter stacks (cppcoro's async_mutex and events: one atomic word holding both the state
 //    and a LIFO list). Fastest uncontended, but a waiter cannot be unlinked from the middle of a
