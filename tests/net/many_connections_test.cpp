@@ -63,17 +63,12 @@ corio::task<int> client(endpoint server, int id, corio::semaphore& connecting, s
   tcp_stream stream = co_await tcp_stream::connect(server);
   connecting.release();
   std::string message = "hello from " + std::to_string(id);
-  std::string reply(message.size(), '\0');
-  co_await stream.write_all(bytes(message));
-  co_await stream.read_exact(std::as_writable_bytes(std::span(reply)));
-  int good = reply == message ? 1 : 0;
+  int good = co_await round_trip(stream, message) == message ? 1 : 0;
   if (connected.fetch_add(1) + 1 == connections) {
     all_connected.set();
   }
   co_await all_connected.wait();
-  co_await stream.write_all(bytes(message));
-  co_await stream.read_exact(std::as_writable_bytes(std::span(reply)));
-  co_return good + (reply == message ? 1 : 0);
+  co_return good + (co_await round_trip(stream, message) == message ? 1 : 0);
 }
 
 // The child: 10,000 clients, all connected at once, each echoing twice. Exit status 0 if every echo

@@ -112,11 +112,8 @@ TYPED_TEST(multishot_workers, connections_on_two_workers_are_served_by_multishot
       int right = 0;
       for (int i = 0; i < round_trips; ++i) {
         std::string message = "c" + std::to_string(id) + "r" + std::to_string(i);
-        co_await stream.write_all(bytes(message));
-        std::string reply(message.size(), '\0');
-        co_await stream.read_exact(std::as_writable_bytes(std::span(reply)));
+        right += co_await round_trip(stream, message) == message ? 1 : 0;
         seen.report(this_slot().multishot_completions());
-        right += reply == message ? 1 : 0;
         co_await corio::yield();  // let the other worker steal us now and then
       }
       co_return right;

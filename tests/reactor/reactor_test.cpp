@@ -116,10 +116,7 @@ TYPED_TEST(reactor, echo_round_trips_across_runtime_workers) {
         int good = 0;
         for (int r = 0; r < rounds; ++r) {
           std::string message = "client " + std::to_string(id) + " round " + std::to_string(r);
-          co_await stream.write_all(bytes(message));
-          std::string reply(message.size(), '\0');
-          co_await stream.read_exact(std::as_writable_bytes(std::span(reply)));
-          good += reply == message ? 1 : 0;
+          good += co_await round_trip(stream, message) == message ? 1 : 0;
         }
         co_return good;
       }(listener.local_endpoint(), c)));

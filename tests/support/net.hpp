@@ -107,13 +107,18 @@ inline task<void> echo_connection(net::tcp_stream stream) {
   }
 }
 
-/// Connects, sends `message`, reads the same number of bytes back.
-inline task<std::string> echo_once(net::endpoint server, std::string message) {
-  auto stream = co_await net::tcp_stream::connect(server);
+/// Sends `message` on `stream` and reads the same number of bytes back.
+inline task<std::string> round_trip(net::tcp_stream& stream, std::string message) {
   co_await stream.write_all(bytes(message));
   std::string reply(message.size(), '\0');
   co_await stream.read_exact(std::as_writable_bytes(std::span(reply)));
   co_return reply;
+}
+
+/// Connects, sends `message`, reads the same number of bytes back.
+inline task<std::string> echo_once(net::endpoint server, std::string message) {
+  auto stream = co_await net::tcp_stream::connect(server);
+  co_return co_await round_trip(stream, std::move(message));
 }
 
 }  // namespace corio::test
