@@ -12,6 +12,7 @@
 #include <corio/detail/io_source.hpp>
 #include <corio/errors.hpp>
 
+#include "io/io_source_state.hpp"
 #include "io/reactor.hpp"
 
 namespace corio {
@@ -49,9 +50,12 @@ io_slot::submitted io_slot::submit(io_op& op) {
     op.result = -ECANCELED;  // unreachable through the executors: nothing runs on a slot after shutdown
     return submitted::finished;
   }
-  io_slot& target = route(op);
-  if (&target != this) {
-    return target.hand_off(op);
+  io_slot* target = route(op);
+  if (target == nullptr) {
+    return submitted::finished;  // refused: route() set op.result
+  }
+  if (target != this) {
+    return target->hand_off(op);
   }
   op.slot = this;
   op.state.store(io_state::in_flight, std::memory_order_relaxed);  // published to a stop callback by its registration
@@ -121,35 +125,41 @@ reactor& io_slot::ensure_reactor() {
   return *reactor_;
 }
 
-io_slot& io_slot::route(io_op& op) {
+io_slot* io_slot::route(io_op& op) {
   ensure_reactor();
-  if (exclusive_ || op.source == nullptr) {
-    return *this;  // an exclusive slot serves or refuses (-EXDEV) a socket homed elsewhere itself
+  if (op.source == nullptr) {
+    return this;
   }
-  if (op.kind != io_kind::recv) {
-    op.source = nullptr;  // see "Multishot": only a stream's one reader may create or read its state
-    return *this;
+  if (io_source* source = op.source->load(std::memory_order_acquire); source != nullptr && home_of(*source) == this) {
+    return this;  // homed here: served from its state, or single-shot on its registered file
   }
-  if (*op.source == nullptr) {
-    return *this;  // the first read: the stream's multishot state will live here
+  if (!reactor_->serves_from_source(op)) {
+    if (!exclusive_) {
+      op.source = nullptr;  // a source is read on its home's thread only: sends use the descriptor
+    }
+    return this;
   }
-  io_slot* home = home_of(**op.source);
-  if (home == this || home == nullptr) {
-    return *this;  // homed here, or its reactor is gone: adopted here
+  io_slot* home = claim_home(*op.source, op.kind, op.fd, *this);
+  if (home == this) {
+    return this;
   }
-  if (&home->owner_ == &owner_) {
-    return *home;
+  if (home != nullptr && !exclusive_ && &home->owner_ == &owner_) {
+    return home;
+  }
+  if (home == nullptr || exclusive_) {
+    op.result = home == nullptr ? -ECANCELED : -EXDEV;  // its home is shutting down; kept by another executor
+    return nullptr;
   }
   op.source = nullptr;  // another executor's socket: single-shot here
-  return *this;
+  return this;
 }
 
 bool io_slot::link_deadline(io_op& op, std::chrono::steady_clock::time_point deadline) {
   if (shut_down_) {
     return false;
   }
-  if (&route(op) != this || !reactor_->can_link_deadline(op)) {
-    return false;  // a handed-off op takes the timer path, like any op its multishot state serves
+  if (route(op) != this || !reactor_->can_link_deadline(op)) {
+    return false;  // a handed-off or refused op takes the timer path, like any op a multishot serves
   }
   // steady_clock counts CLOCK_MONOTONIC (libstdc++ on Linux), the clock the kernel's timeouts use.
   std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch()).count();

@@ -43,6 +43,10 @@ class reactor {
   /// set and nothing is queued), false if it will finish through reap().
   virtual bool submit(io_op& op) noexcept = 0;
 
+  /// Whether submit(op) would serve `op` from its socket's multishot state (io_source.hpp), which
+  /// must then be homed at this reactor (claim_home).
+  virtual bool serves_from_source(const io_op&) const noexcept { return false; }
+
   /// Whether submit(op), called next, would issue `op` as one kernel request that a timeout can be
   /// linked to; if so and op.link_deadline is set, submit links one at op.deadline (io_op.hpp).
   virtual bool can_link_deadline(const io_op&) const noexcept { return false; }

@@ -141,7 +141,7 @@ void uring_reactor::prep_single(io_op& op) noexcept {
       break;
   }
   if (op.source != nullptr) {
-    use_fixed_file(sqe, *op.source);
+    use_fixed_file(sqe, op.source->load(std::memory_order_relaxed));
   }
   io_uring_sqe_set_data64(sqe, reinterpret_cast<std::uintptr_t>(&op));
   if (op.link_deadline) {

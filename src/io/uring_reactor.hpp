@@ -27,6 +27,9 @@ class uring_reactor final : public reactor {
   void cancel_all_and_reap(completion_sink sink) noexcept override;
   io_backend kind() const noexcept override { return io_backend::io_uring; }
   std::uint64_t multishot_completions() const noexcept override { return multishot_completions_; }
+  bool serves_from_source(const io_op& op) const noexcept override {
+    return op.source != nullptr && multishot_ && op.kind != io_kind::send && (op.kind == io_kind::accept || op.length != 0);
+  }
   bool can_link_deadline(const io_op& op) const noexcept override { return !serves_from_source(op); }
   std::uint64_t linked_timeouts() const noexcept override { return linked_timeouts_; }
   std::size_t registered_files() const noexcept override { return fixed_next_ - fixed_free_.size(); }
@@ -37,9 +40,6 @@ class uring_reactor final : public reactor {
  private:
   // uring_reactor.cpp
   io_uring_sqe* next_sqe(unsigned room = 1) noexcept;
-  bool serves_from_source(const io_op& op) const noexcept {
-    return op.source != nullptr && multishot_ && op.kind != io_kind::send && (op.kind == io_kind::accept || op.length != 0);
-  }
   void arm_wake() noexcept;
   void report_completions(completion_sink sink) noexcept;
   void prep_single(io_op& op) noexcept;

@@ -43,7 +43,8 @@
 // Shutdown: cancel_all_and_reap completes parked ops, cancels the multishots and waits for their last
 //   CQE; teardown_buffers() then orphans the sources the sockets still own (owner null: a later read
 //   on another reactor adopts it; queued data is dropped, the loop that buffered it is gone) and
-//   frees the ring.
+//   frees the ring. It clears a source's home before its live -> orphaned CAS, which is the last
+//   thing it does to the source: claim_home re-homes only an orphaned source (io_source.hpp).
 // Rejected: a queue without bound for accept (a listener nobody accepts on would hoard descriptors);
 //   a fixed buffer per connection (memory grows with connections; the shared ring grows with traffic
 //   in flight); copying buffered data into a per-stream heap queue (an allocation per read).
@@ -61,41 +62,11 @@
 #include <utility>
 
 #include <corio/detail/io_slot.hpp>
-#include <corio/detail/ring.hpp>
 
+#include "io/io_source_state.hpp"
 #include "io/uring_reactor.hpp"
 
 namespace corio::detail {
-
-struct io_source {
-  struct entry {
-    std::int32_t result;  // recv: bytes in the buffer, 0 (EOF) or -errno; accept: descriptor or -errno
-    std::uint16_t buffer;
-    std::uint32_t offset;  // recv: bytes already copied out
-  };
-  /// Who lets go of it when the owning thread is not the one releasing (see release_io_source).
-  enum class life : std::uint8_t { live, released, orphaned };
-
-  io_kind kind = io_kind::recv;
-  int fd = -1;
-  uring_reactor* owner = nullptr;
-  io_slot* slot = nullptr;  // the slot the owner serves: its thread is the owning thread (home_of)
-  std::atomic<life> state{life::live};
-  io_source* prev = nullptr;
-  io_source* next = nullptr;
-  io_op* waiter = nullptr;       // the oldest parked op; the rest follow through io_op::next
-  io_op* last_waiter = nullptr;
-  // Completions not yet taken: a request/response socket holds one at a time, so a few slots inside
-  // the source serve it without touching another cache line (a std::deque is two more allocations).
-  entry queue_slots[4];
-  ring<entry> queue{queue_slots, std::size(queue_slots)};
-  bool armed = false;
-  bool cancelling = false;  // ASYNC_CANCEL sent for the armed multishot
-  bool released = false;    // the socket let go
-  bool ended = false;       // recv: EOF or an error arrived; reads are plain from then on
-  bool completed_once = false;
-  int fixed = -1;           // recv: the socket's slot in the owner's registered file table, or -1
-};
 
 namespace {
 
@@ -181,8 +152,8 @@ void uring_reactor::teardown_buffers() noexcept {
     source.armed = false;
     source.cancelling = false;
     source.owner = nullptr;
-    source.slot = nullptr;
     source.fixed = -1;  // the table goes with the ring, right after this
+    source.slot.store(nullptr, std::memory_order_relaxed);  // published by the CAS below
     auto live = io_source::life::live;
     if (source.released ||
         !source.state.compare_exchange_strong(live, io_source::life::orphaned, std::memory_order_acq_rel)) {
@@ -202,16 +173,9 @@ void uring_reactor::teardown_buffers() noexcept {
 bool uring_reactor::ring_has_room() const noexcept { return buffers_free_ >= std::max(1u, buffer_count_ / 8); }
 
 bool uring_reactor::submit_with_source(io_op& op) noexcept {
-  io_source*& slot = *op.source;
-  if (slot == nullptr) {
-    slot = new io_source;
-    slot->kind = op.kind;
-    slot->fd = op.fd;
-  }
-  io_source& source = *slot;
+  io_source& source = *op.source->load(std::memory_order_relaxed);  // claim_home homed it here
   if (source.owner == nullptr) {  // new, or its reactor is gone: it lives here from now on
     source.owner = this;
-    source.slot = op.slot;
     source.state.store(io_source::life::live, std::memory_order_relaxed);  // only the socket holds it
     source.next = sources_;
     if (sources_ != nullptr) {
@@ -221,10 +185,6 @@ bool uring_reactor::submit_with_source(io_op& op) noexcept {
     if (source.kind == io_kind::recv) {
       source.fixed = register_fixed(source.fd);
     }
-  }
-  if (source.owner != this) {
-    op.result = -EXDEV;  // kept by another loop's reactor (io_source.hpp)
-    return true;
   }
   if (!source.queue.empty()) {
     op.result = take(source, op);
@@ -381,10 +341,11 @@ io_op& uring_reactor::unpark_oldest(io_source& source) noexcept {
 }
 
 bool uring_reactor::cancel_parked(io_op& op) noexcept {
-  if (op.source == nullptr || *op.source == nullptr) {
+  io_source* parked_on = op.source != nullptr ? op.source->load(std::memory_order_relaxed) : nullptr;
+  if (parked_on == nullptr || parked_on->owner != this) {
     return false;
   }
-  io_source& source = **op.source;
+  io_source& source = *parked_on;
   io_op* before = nullptr;
   io_op* each = source.waiter;
   while (each != nullptr && each != &op) {
@@ -478,10 +439,35 @@ void uring_reactor::release(io_source& source) noexcept {
   }
 }
 
-io_slot* home_of(const io_source& source) noexcept { return source.slot; }
+io_slot* claim_home(std::atomic<io_source*>& pointer, io_kind kind, int fd, io_slot& here) {
+  io_source* source = pointer.load(std::memory_order_acquire);
+  if (source == nullptr) {
+    auto* created = new io_source;
+    created->kind = kind;
+    created->fd = fd;
+    created->slot.store(&here, std::memory_order_relaxed);
+    created->state.store(io_source::life::orphaned, std::memory_order_relaxed);  // no reactor keeps it yet
+    if (pointer.compare_exchange_strong(source, created, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      return &here;
+    }
+    delete created;  // another worker's operation created one first: use that
+  }
+  io_slot* home = source->slot.load(std::memory_order_acquire);
+  if (home != nullptr) {
+    return home;
+  }
+  if (source->state.load(std::memory_order_acquire) != io_source::life::orphaned) {
+    return nullptr;  // its reactor is being torn down and has not let go of it yet
+  }
+  if (source->slot.compare_exchange_strong(home, &here, std::memory_order_acq_rel, std::memory_order_acquire)) {
+    return &here;
+  }
+  return home;  // another worker re-homed it first
+}
 
 void release_io_source(io_source* source) noexcept {
-  if (current_io_slot != nullptr && current_io_slot == source->slot && source->owner != nullptr) {
+  if (current_io_slot != nullptr && current_io_slot == source->slot.load(std::memory_order_relaxed) &&
+      source->owner != nullptr) {
     source->owner->release(*source);  // on the owning thread, inside its loop
     return;
   }

@@ -1,20 +1,28 @@
-// Multishot reads on a runtime of two workers (io_slot.hpp, "Multishot"): a socket's multishot state
-// stays in the reactor of the worker that first read it (its home); a read from a task running on the
-// other worker is handed off to the home worker, which finishes it and resumes the task there.
+// Multishot reads and accepts on a runtime of two workers (io_slot.hpp, "Multishot"): a socket's
+// multishot state stays in the reactor of the worker that first used it (its home); a read or accept
+// from a task running on the other worker is handed off to the home worker, which finishes it and
+// resumes the task there.
 // Typed over both backends: the outcomes must be the same on epoll (which has no multishot state and
 // hands nothing off); on io_uring the tests also assert that the multishot and hand-off paths ran.
 #include <corio/detail/io_slot.hpp>
 #include <corio/join_handle.hpp>
+#include <corio/net/tcp_listener.hpp>
 #include <corio/net/tcp_stream.hpp>
 #include <corio/runtime.hpp>
 #include <corio/time.hpp>
 #include <corio/yield.hpp>
 
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,6 +38,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
+using corio::net::endpoint;
+using corio::net::tcp_listener;
 using corio::net::tcp_stream;
 using namespace corio::test;
 
@@ -230,6 +240,107 @@ TYPED_TEST(multishot_workers, a_runtime_destroyed_with_a_handed_off_read_frees_e
     }(reader_started));
   }  // ~runtime: the holder still holds the home worker; the read is queued there or in flight
   EXPECT_TRUE(reader_started.load());
+}
+
+// Blocking connects from a plain thread (no corio reads on the runtime under test, so its multishot
+// counters count accepts only); the sockets stay open until the object goes.
+class plain_clients {
+ public:
+  plain_clients(std::uint16_t port, int count) : thread_([this, port, count] {
+    for (int i = 0; i < count; ++i) {
+      int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in address{};
+      address.sin_family = AF_INET;
+      address.sin_port = htons(port);
+      address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0) << std::strerror(errno);
+      fds_.push_back(fd);
+    }
+  }) {}
+  ~plain_clients() {
+    thread_.join();
+    for (int fd : fds_) {
+      ::close(fd);
+    }
+  }
+
+ private:
+  std::vector<int> fds_;
+  std::thread thread_;
+};
+
+constexpr int accepts_per_task = 8;
+
+// Tasks on both workers accept on one listener at once from the start (so both race to create its
+// multishot state): every connection goes to exactly one of them, and on io_uring the listener's one
+// multishot accept serves them.
+TYPED_TEST(multishot_workers, acceptors_on_two_workers_share_one_multishot_accept) {
+  constexpr int acceptors = 4;
+  corio::runtime rt(runtime_options(TestFixture::backend, 2));
+  per_worker_max multishot;
+  auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
+  int accepted = rt.block_on([](tcp_listener& from, per_worker_max& seen) -> corio::task<int> {
+    auto acceptor = [](tcp_listener& on, per_worker_max& seen) -> corio::task<int> {
+      std::vector<tcp_stream> streams;
+      for (int i = 0; i < accepts_per_task; ++i) {
+        streams.push_back(co_await on.accept());
+        seen.report(this_slot().multishot_completions());
+        co_await corio::yield();  // let the other worker steal us now and then
+      }
+      co_return static_cast<int>(std::count_if(streams.begin(), streams.end(), [](auto& s) { return s.is_open(); }));
+    };
+    std::vector<corio::join_handle<int>> accepting;
+    for (int a = 0; a < acceptors; ++a) {
+      accepting.push_back(corio::spawn(acceptor(from, seen)));
+    }
+    plain_clients clients(from.local_endpoint().port(), acceptors * accepts_per_task);
+    int total = 0;
+    for (auto& each : accepting) {
+      total += co_await corio::with_timeout(5s, std::move(each));
+    }
+    co_return total;
+  }(listener, multishot));
+  EXPECT_EQ(accepted, 4 * accepts_per_task);
+  if (TestFixture::backend == corio::io_backend::io_uring) {
+    EXPECT_GT(multishot.sum(), 0u) << "two workers ran every accept single-shot";
+  } else {
+    EXPECT_EQ(multishot.sum(), 0u);
+  }
+}
+
+// The first accept homes the listener's multishot state at its worker, which a holder then keeps
+// busy; an accept from the other worker is handed off there, so (io_uring) it finishes only once the
+// hold is over; the stream it yields works.
+TYPED_TEST(multishot_workers, an_accept_from_the_other_worker_is_handed_to_the_listeners_home) {
+  struct shared {
+    tcp_listener listener = tcp_listener::bind(endpoint::loopback_v4(0));
+    std::atomic<std::thread::id> home{};
+    std::atomic<bool> hold_over{false};
+  };
+  corio::runtime rt(runtime_options(TestFixture::backend, 2));
+  rt.block_on([backend = TestFixture::backend]() -> corio::task<void> {
+    auto state = std::make_shared<shared>();
+    tcp_stream first_client = co_await tcp_stream::connect(state->listener.local_endpoint());
+    auto holder = corio::spawn([](std::shared_ptr<shared> on) -> corio::task<tcp_stream> {
+      tcp_stream first = co_await on->listener.accept();
+      on->home.store(std::this_thread::get_id());
+      std::this_thread::sleep_for(100ms);
+      on->hold_over.store(true);
+      co_return first;
+    }(state));
+    EXPECT_TRUE(co_await wait_for_home(state->home)) << "the holder never ran on the other worker";
+    tcp_stream client = co_await tcp_stream::connect(state->listener.local_endpoint());
+    tcp_stream accepted = co_await corio::with_timeout(5s, state->listener.accept());
+    if (backend == corio::io_backend::io_uring) {
+      EXPECT_TRUE(state->hold_over.load()) << "the accept did not wait for the listener's home";
+    }
+    tcp_stream first = co_await std::move(holder);
+    EXPECT_TRUE(first.is_open());
+    auto server = corio::spawn(echo_connection(std::move(accepted)));
+    EXPECT_EQ(co_await round_trip(client, "handed off"), "handed off");
+    client.close();
+    co_await corio::with_timeout(5s, std::move(server));
+  }());
 }
 
 }  // namespace

@@ -115,10 +115,11 @@ struct io_request {
   std::uint32_t length = 0;
   /// accept: in, the size of *buffer; out, the peer address length.
   socklen_t* address_length = nullptr;
-  /// recv/accept on a stream or listener: its multishot state (io_source.hpp), which the io_uring
-  /// backend creates on first use and serves later operations from; send on a stream: the same state,
-  /// whose registered file the send uses if it has one; null: a plain single-shot op.
-  io_source** source = nullptr;
+  /// recv/accept on a stream or listener: the socket's pointer to its multishot state (io_source.hpp),
+  /// which the io_uring backend creates on first use and serves later operations from; send on a
+  /// stream: the same state, whose registered file the send uses if it has one; null: a plain
+  /// single-shot op.
+  std::atomic<io_source*>* source = nullptr;
   /// send only, non-zero for a whole transfer (write_all): the full byte count. The reactor issues the
   /// op again for the rest after each short send, so the task resumes once, when all of it is sent,
   /// on an error, or on a cancellation (see io_op::advance_whole).

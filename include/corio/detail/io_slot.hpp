@@ -17,20 +17,20 @@
 //   polls on top of those parks split one batch of completions into several small ones.
 // Multishot (io_uring): a socket's accepts and reads may be served by one multishot op that keeps its
 //   completions in the reactor between operations (io_source.hpp). That state stays in the reactor
-//   that created it, its home. An exclusive slot (every task its executor resumes runs on its thread:
-//   an event loop, the worker of a one-worker runtime) serves a socket homed elsewhere with -EXDEV,
-//   as before. In a runtime of several workers tasks are stolen between threads, so a worker's slot
-//   routes (route()): a read on a stream homed at another worker of the same runtime is handed off
-//   to that worker's slot (hand_off(): a Treiber stack `handed_`, pushed with a seq_cst
-//   CAS, then unpark_if_parked(), the same Dekker pair as the cancel queue); that slot takes it at
-//   its next turn (take_handed_off(): CAS queued -> in_flight, submit, register the op's stop
-//   callback) and schedules the task when it finishes, from its own thread, so the task moves to
-//   the stream's home worker and its next reads there are local. Only reads: a stream has one reader
-//   at a time, so only that reader creates or reads the stream's io_source pointer, while its writer
-//   may run on another worker at the same moment; on such a runtime sends go out on the descriptor
-//   and accepts stay single-shot (several tasks on several workers may accept on one listener at
-//   once, and would race to create its state). A stream homed in another executor's reactor is read
-//   single-shot, as before.
+//   that created it, its home; route() finds the home with claim_home() (io_source.hpp), which
+//   creates the state homed here on a socket's first such operation, with a CAS, so several tasks on
+//   several workers accepting on one listener at once agree on one home. An exclusive slot (every
+//   task its executor resumes runs on its thread: an event loop, the worker of a one-worker runtime)
+//   serves a socket homed elsewhere with -EXDEV, as before. In a runtime of several workers tasks are
+//   stolen between threads, so an accept or read on a socket homed at another worker of the same
+//   runtime is handed off to that worker's slot (hand_off(): a Treiber stack `handed_`, pushed with a
+//   seq_cst CAS, then unpark_if_parked(), the same Dekker pair as the cancel queue); that slot takes
+//   it at its next turn (take_handed_off(): CAS queued -> in_flight, submit, register the op's stop
+//   callback) and schedules the task when it finishes, from its own thread, so the task moves to the
+//   socket's home worker and its next operations there are local. On such a runtime sends go out on
+//   the descriptor (a stream's writer may run on another worker than its home while the home reads
+//   the state). A socket homed in another executor's reactor is served single-shot, as before; one
+//   whose home is shutting down gets -ECANCELED.
 //   Hand-off queue shutdown: shutdown() swaps in a closed marker; a hand-off that finds it finishes
 //   the op at once with -ECANCELED (the home worker is gone); ops taken by the swap are marked done,
 //   not scheduled, like every op in flight at shutdown (their frames are destroyed next).
@@ -154,8 +154,9 @@ class io_slot final : private park_backend {
  private:
   reactor& ensure_reactor();
   /// Where `op` runs: this slot, or the home slot of its socket's multishot state (see "Multishot";
-  /// the source is dropped from ops that run here without it). Creates the reactor on first use.
-  io_slot& route(io_op& op);
+  /// the source is dropped from ops that run here without it); null if it cannot run (op.result is
+  /// set). Creates the reactor on first use.
+  io_slot* route(io_op& op);
   /// Another worker's thread: queues `op` for this (its socket's home) slot and wakes it.
   submitted hand_off(io_op& op) noexcept;
   void drain_handed_off() noexcept;

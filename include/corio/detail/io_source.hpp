@@ -7,16 +7,23 @@
 //   may arrive while nobody awaits; the io_source keeps them (buffer ids, descriptors, EOF or an error,
 //   in order) until the next operation takes them. The socket owns the handle; the reactor owns the
 //   memory while the kernel still holds the multishot, and frees it after the last completion.
-// Threads: an io_source belongs to the reactor that created it (its home); it is used only on that
-//   reactor's thread. Another worker of the same runtime reads only its home slot (home_of: written
-//   when the source is created or adopted, before any other thread can see the socket's next
-//   operation) and hands the operation to that slot (io_slot.hpp, "Multishot").
+// Threads: an io_source belongs to the reactor that keeps it (its home); its state is used only on
+//   that reactor's thread. Other threads touch two atomics: the socket's pointer to it and its home
+//   slot. claim_home() is how an operation finds the home, on any worker: it creates the source
+//   (homed at the caller) with a CAS on the socket's pointer if there is none, and re-homes a source
+//   whose reactor is gone with a CAS on the home slot, so several tasks on several workers accepting
+//   on one listener at once agree on one source and one home. The home is published (release) after
+//   the fields the adopting reactor reads; a reactor being torn down clears it and then, last, marks
+//   the source orphaned (acq_rel), and only an orphaned source may be claimed again (claim_home reads
+//   that state with acquire, so the teardown's writes are behind it).
 //   release_io_source() from any thread: off the owning thread it only shuts the socket down and
 //   marks the source released (an atomic the reactor reads; uring_source.cpp has the protocol).
 // Rejected: a socket-owned state the reactor points into (closing the socket while the kernel holds
 //   the multishot would leave the reactor a dangling pointer); a map from descriptors to states in the
 //   reactor (a look-up per completion).
-#include <utility>
+#include <atomic>
+
+#include <corio/detail/io_op.hpp>
 
 namespace corio::detail {
 
@@ -28,34 +35,39 @@ void release_io_source(io_source* source) noexcept;
 
 class io_slot;
 
-/// The slot whose reactor keeps `source`, or null once that reactor is gone (a later operation on
-/// another reactor adopts it).
-io_slot* home_of(const io_source& source) noexcept;
+/// Any thread: the slot whose reactor keeps (or is to adopt) the state behind `pointer`. With no
+/// state yet, creates one homed at `here`; with a state whose reactor is gone, re-homes it at `here`.
+/// `kind` and `fd` describe the socket. Null: the home reactor is being torn down (its executor is
+/// shutting down); the operation cannot be served.
+io_slot* claim_home(std::atomic<io_source*>& pointer, io_kind kind, int fd, io_slot& here);
 
 /// Owns the io_source pointer of one socket (null until an io_uring reactor creates it). Move-only.
 class io_source_ref {
  public:
   io_source_ref() noexcept = default;
-  io_source_ref(io_source_ref&& other) noexcept : source_(std::exchange(other.source_, nullptr)) {}
+  io_source_ref(io_source_ref&& other) noexcept : source_(other.take()) {}
   io_source_ref& operator=(io_source_ref&& other) noexcept {
     if (this != &other) {
       reset();
-      source_ = std::exchange(other.source_, nullptr);
+      source_.store(other.take(), std::memory_order_relaxed);
     }
     return *this;
   }
   ~io_source_ref() { reset(); }
 
+  /// Never while an operation on the socket is in flight (as for closing the socket itself).
   void reset() noexcept {
-    if (source_ != nullptr) {
-      release_io_source(std::exchange(source_, nullptr));
+    if (io_source* source = take()) {
+      release_io_source(source);
     }
   }
   /// Where an operation's io_request::source points.
-  io_source** slot() noexcept { return &source_; }
+  std::atomic<io_source*>* slot() noexcept { return &source_; }
 
  private:
-  io_source* source_ = nullptr;
+  io_source* take() noexcept { return source_.exchange(nullptr, std::memory_order_acquire); }
+
+  std::atomic<io_source*> source_{nullptr};
 };
 
 }  // namespace corio::detail

@@ -51,7 +51,7 @@ class socket_fd {
 class transfer_awaiter : public io_awaiter {
  public:
   transfer_awaiter(io_kind kind, int fd, const void* data, std::size_t size, const char* what,
-                   std::error_code* error, io_source** source = nullptr) noexcept
+                   std::error_code* error, std::atomic<io_source*>* source = nullptr) noexcept
       : io_awaiter(what, error) {
     op_.kind = kind;
     op_.fd = fd;
@@ -74,7 +74,7 @@ class transfer_awaiter : public io_awaiter {
 class send_all_awaiter : public io_awaiter {
  public:
   send_all_awaiter(int fd, const void* data, std::size_t size, const char* what, std::error_code* error,
-                   io_source** source = nullptr) noexcept
+                   std::atomic<io_source*>* source = nullptr) noexcept
       : io_awaiter(what, error) {
     op_.kind = io_kind::send;
     op_.fd = fd;
@@ -98,7 +98,7 @@ class send_all_awaiter : public io_awaiter {
 /// (left empty when the listener's multishot accept, given as `source`, served it).
 class accept_fd_awaiter : public io_awaiter {
  public:
-  accept_fd_awaiter(int fd, const char* what, std::error_code* error, io_source** source = nullptr) noexcept
+  accept_fd_awaiter(int fd, const char* what, std::error_code* error, std::atomic<io_source*>* source = nullptr) noexcept
       : io_awaiter(what, error) {
     op_.kind = io_kind::accept;
     op_.fd = fd;

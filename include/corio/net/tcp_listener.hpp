@@ -37,10 +37,11 @@ class accept_awaiter : public corio::detail::accept_fd_awaiter {
 /// same error, cancellation and resumption rules as tcp_stream's operations; several tasks may
 /// accept on one listener at once (each connection goes to one of them). Errors such as EMFILE
 /// (out of descriptors) are reported by that accept only: the listener stays usable. Never close or
-/// destroy the listener while an accept on it is in flight. On io_uring, under an event loop or a
-/// one-worker runtime, one multishot accept serves every accept; connections that arrive with no
-/// accept waiting are queued (up to 64, then the kernel's backlog holds the rest). On a runtime of
-/// several workers each accept is a single-shot operation.
+/// destroy the listener while an accept on it is in flight. On io_uring one multishot accept serves
+/// every accept; connections that arrive with no accept waiting are queued (up to 64, then the
+/// kernel's backlog holds the rest). Its state lives in the reactor of the thread that accepted
+/// first; on a runtime of several workers, an accept from a task on another worker is handed to
+/// that worker, and the task resumes there.
 ///
 ///     auto listener = corio::net::tcp_listener::bind(corio::net::endpoint::loopback_v4(0));
 ///     auto port = listener.local_endpoint().port();              // the ephemeral port chosen

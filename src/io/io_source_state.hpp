@@ -1,0 +1,49 @@
+#pragma once
+// A socket's multishot state in an io_uring reactor (include/corio/detail/io_source.hpp is the socket's
+// side; the protocol is in uring_source.cpp's design note). Here so that a slot can check a source's
+// home without a call: the one field other threads read.
+#include <atomic>
+#include <cstdint>
+#include <iterator>
+
+#include <corio/detail/io_op.hpp>
+#include <corio/detail/ring.hpp>
+
+namespace corio::detail {
+
+class uring_reactor;
+
+struct io_source {
+  struct entry {
+    std::int32_t result;  // recv: bytes in the buffer, 0 (EOF) or -errno; accept: descriptor or -errno
+    std::uint16_t buffer;
+    std::uint32_t offset;  // recv: bytes already copied out
+  };
+  /// Who lets go of it when the owning thread is not the one releasing (see release_io_source).
+  enum class life : std::uint8_t { live, released, orphaned };
+
+  io_kind kind = io_kind::recv;
+  int fd = -1;
+  uring_reactor* owner = nullptr;
+  std::atomic<io_slot*> slot{nullptr};  // the home: the slot the owner serves (claim_home; io_source.hpp)
+  std::atomic<life> state{life::live};
+  io_source* prev = nullptr;
+  io_source* next = nullptr;
+  io_op* waiter = nullptr;       // the oldest parked op; the rest follow through io_op::next
+  io_op* last_waiter = nullptr;
+  // Completions not yet taken: a request/response socket holds one at a time, so a few slots inside
+  // the source serve it without touching another cache line (a std::deque is two more allocations).
+  entry queue_slots[4];
+  ring<entry> queue{queue_slots, std::size(queue_slots)};
+  bool armed = false;
+  bool cancelling = false;  // ASYNC_CANCEL sent for the armed multishot
+  bool released = false;    // the socket let go
+  bool ended = false;       // recv: EOF or an error arrived; reads are plain from then on
+  bool completed_once = false;
+  int fixed = -1;           // recv: the socket's slot in the owner's registered file table, or -1
+};
+
+/// Any thread: the slot that keeps `source`, or null while no reactor does (claim_home re-homes it).
+inline io_slot* home_of(const io_source& source) noexcept { return source.slot.load(std::memory_order_acquire); }
+
+}  // namespace corio::detail
