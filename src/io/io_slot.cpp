@@ -43,6 +43,12 @@ io_op* closed_marker() noexcept {
   return &marker;
 }
 
+// The same for the queue of released sources.
+io_source* closed_release_marker() noexcept {
+  static io_source marker;
+  return &marker;
+}
+
 }  // namespace
 
 io_slot::submitted io_slot::submit(io_op& op) {
@@ -95,6 +101,28 @@ void io_slot::drain_handed_off() noexcept {
   while (oldest_first != nullptr) {
     io_op& op = *std::exchange(oldest_first, oldest_first->next);  // read before the op can finish
     take_handed_off(op);
+  }
+}
+
+bool io_slot::hand_off_release(io_source& source) noexcept {
+  // The hand-off queue's protocol: a seq_cst push, then the parker's Dekker wake-up. Once pushed, the
+  // source is this slot's: the pushing thread touches it no more.
+  io_source* head = releases_.load(std::memory_order_relaxed);
+  do {
+    if (head == closed_release_marker()) {
+      return false;
+    }
+    source.next_released = head;
+  } while (!releases_.compare_exchange_weak(head, &source, std::memory_order_seq_cst, std::memory_order_relaxed));
+  parker_.unpark_if_parked();
+  return true;
+}
+
+void io_slot::drain_releases() noexcept {
+  io_source* source = releases_.exchange(nullptr, std::memory_order_seq_cst);
+  while (source != nullptr) {
+    io_source& released = *std::exchange(source, source->next_released);  // read before it is freed
+    reactor_->release(released);
   }
 }
 
@@ -237,6 +265,7 @@ void io_slot::flush() noexcept {
 void io_slot::turn(std::optional<std::chrono::nanoseconds> timeout) noexcept {
   ++turns_;
   drain_handed_off();
+  drain_releases();
   drain_cancel_requests();
   reactor_->reap({[](void* context, io_op& op) noexcept {
                     auto& self = *static_cast<io_slot*>(context);
@@ -247,13 +276,15 @@ void io_slot::turn(std::optional<std::chrono::nanoseconds> timeout) noexcept {
                   },
                   this},
                  timeout);
+  drain_releases();
   drain_cancel_requests();
   flush();
 }
 
 void io_slot::park(std::optional<std::chrono::nanoseconds> timeout) noexcept {
-  if (cancels_.load(std::memory_order_seq_cst) != nullptr || handed_.load(std::memory_order_seq_cst) != nullptr) {
-    timeout = std::chrono::nanoseconds::zero();  // a cancel request or a hand-off arrived: act on it
+  if (cancels_.load(std::memory_order_seq_cst) != nullptr || handed_.load(std::memory_order_seq_cst) != nullptr ||
+      releases_.load(std::memory_order_seq_cst) != nullptr) {
+    timeout = std::chrono::nanoseconds::zero();  // a cancel request, a hand-off or a release arrived: act on it
   }
   turn(timeout);
 }
@@ -271,8 +302,12 @@ void io_slot::shutdown() noexcept {
     op.result = -ECANCELED;
     op.state.store(io_state::done, std::memory_order_release);
   }
+  io_source* released = releases_.exchange(closed_release_marker(), std::memory_order_seq_cst);  // 1 (releases)
   if (reactor_ == nullptr) {
-    return;
+    return;  // no reactor: no source is homed here, so none was queued
+  }
+  while (released != nullptr) {
+    reactor_->release(*std::exchange(released, released->next_released));
   }
   parker_.set_backend(nullptr);                                                   // 4 (the parker part)
   cancels_.exchange(nullptr, std::memory_order_seq_cst);                          // 1

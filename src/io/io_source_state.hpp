@@ -41,6 +41,7 @@ struct io_source {
   bool ended = false;       // recv: EOF or an error arrived; reads are plain from then on
   bool completed_once = false;
   int fixed = -1;           // recv: the socket's slot in the owner's registered file table, or -1
+  io_source* next_released = nullptr;  // in its home slot's queue of sources let go on other workers
 };
 
 /// Any thread: the slot that keeps `source`, or null while no reactor does (claim_home re-homes it).

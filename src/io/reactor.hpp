@@ -43,6 +43,9 @@ class reactor {
   /// set and nothing is queued), false if it will finish through reap().
   virtual bool submit(io_op& op) noexcept = 0;
 
+  /// Owning thread: the socket let go of `source`, homed here (io_source.hpp).
+  virtual void release(io_source&) noexcept {}
+
   /// Whether submit(op) would serve `op` from its socket's multishot state (io_source.hpp), which
   /// must then be homed at this reactor (claim_home).
   virtual bool serves_from_source(const io_op&) const noexcept { return false; }

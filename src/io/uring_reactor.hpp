@@ -34,8 +34,8 @@ class uring_reactor final : public reactor {
   std::uint64_t linked_timeouts() const noexcept override { return linked_timeouts_; }
   std::size_t registered_files() const noexcept override { return fixed_next_ - fixed_free_.size(); }
 
-  /// uring_source.cpp: the socket let go of `source` (io_source.hpp); owning thread.
-  void release(io_source& source) noexcept;
+  /// uring_source.cpp.
+  void release(io_source& source) noexcept override;
 
  private:
   // uring_reactor.cpp

@@ -35,11 +35,14 @@
 //    back to the ring and descriptors are closed;
 //  - a parked op cancelled by its task is not in the kernel: it finishes with -ECANCELED through
 //    `finished_here_` at the next reap, which then does not block.
-// Release from another thread (a stream destroyed off its loop's thread, or while the loop is not
-//   running): the releasing thread only shuts the socket down and moves `state` live -> released
-//   (acq_rel CAS); the owner frees the source at its next CQE (the shutdown makes one arrive if a
-//   multishot is armed) or at teardown. Teardown moves live -> orphaned with the same CAS: whichever
-//   CAS loses, the other side frees it. Nothing else of the source is shared between threads.
+// Release from another thread: the releasing thread shuts the socket down (the peer gets its FIN at
+//   once). On another worker of the home's runtime it then hands the source to the home slot, which
+//   releases it at its next turn (io_slot.hpp, "Release"). Anywhere else (a stream destroyed off its
+//   loop's thread, or while the loop is not running), or once the home has shut down, it moves
+//   `state` live -> released (acq_rel CAS); the owner frees the source at its next CQE (the
+//   shutdown makes one arrive if a multishot is armed) or at teardown. Teardown moves live ->
+//   orphaned with the same CAS: whichever CAS loses, the other side frees it. Nothing else of the
+//   source is shared between threads but its home (claim_home, io_source.hpp).
 // Shutdown: cancel_all_and_reap completes parked ops, cancels the multishots and waits for their last
 //   CQE; teardown_buffers() then orphans the sources the sockets still own (owner null: a later read
 //   on another reactor adopts it; queued data is dropped, the loop that buffered it is gone) and
@@ -466,15 +469,21 @@ io_slot* claim_home(std::atomic<io_source*>& pointer, io_kind kind, int fd, io_s
 }
 
 void release_io_source(io_source* source) noexcept {
-  if (current_io_slot != nullptr && current_io_slot == source->slot.load(std::memory_order_relaxed) &&
-      source->owner != nullptr) {
+  io_slot* here = current_io_slot;
+  io_slot* home = home_of(*source);
+  if (here != nullptr && here == home && source->owner != nullptr) {
     source->owner->release(*source);  // on the owning thread, inside its loop
     return;
   }
-  // Elsewhere (or while the loop is not running): touch nothing of the reactor. Shutting the socket
-  // down ends an armed multishot, whose last CQE lets the reactor free the source; otherwise the
-  // reactor frees it when it is torn down. If that happened already (orphaned), it is ours to free.
+  // Elsewhere: touch nothing of the reactor. The shutdown sends the peer its FIN now (the registered
+  // file table may hold the socket open until the home releases it) and ends an armed multishot.
   ::shutdown(source->fd, SHUT_RDWR);
+  if (here != nullptr && home != nullptr && here->shares_executor_with(*home) && home->hand_off_release(*source)) {
+    return;  // another worker of the home's runtime: the home releases it at its next turn
+  }
+  // Any other thread (or the home has shut down): an armed multishot's last CQE lets the reactor free
+  // the source; otherwise the reactor frees it when it is torn down. If that happened already
+  // (orphaned), it is ours to free.
   auto live = io_source::life::live;
   if (source->state.compare_exchange_strong(live, io_source::life::released, std::memory_order_acq_rel)) {
     return;

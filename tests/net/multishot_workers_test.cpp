@@ -242,6 +242,36 @@ TYPED_TEST(multishot_workers, a_runtime_destroyed_with_a_handed_off_read_frees_e
   EXPECT_TRUE(reader_started.load());
 }
 
+// A stream whose last read ended its multishot (EOF), let go of on the worker that is not its home:
+// the home releases its state (and the registered file that holds the socket open) at its next turn,
+// not when the runtime ends.
+TYPED_TEST(multishot_workers, a_stream_closed_on_another_worker_is_released_by_its_home_at_once) {
+  corio::runtime rt(runtime_options(TestFixture::backend, 2));
+  rt.block_on([backend = TestFixture::backend]() -> corio::task<void> {
+    auto held = co_await hold_home(100ms);  // the server stream is homed at the held worker; we are on the other
+    held->client.close();
+    std::this_thread::sleep_for(250ms);  // this worker blocked: the home finishes its hold and takes the EOF
+    held->server.close();                // let go of here, off its home
+    struct seen {
+      std::atomic<std::size_t> files{0};
+      std::atomic<bool> on_home{false};
+    };
+    auto probe_seen = std::make_shared<seen>();
+    auto probe = corio::spawn([](std::shared_ptr<seen> out, std::shared_ptr<held_home> h) -> corio::task<void> {
+      out->files.store(this_slot().registered_files());
+      out->on_home.store(std::this_thread::get_id() == h->home.load());
+      co_return;
+    }(probe_seen, held));
+    std::this_thread::sleep_for(100ms);  // blocked again: only the home worker can run the probe
+    co_await corio::with_timeout(5s, std::move(probe));
+    co_await std::move(*held->holder);
+    if (backend == corio::io_backend::io_uring) {
+      EXPECT_TRUE(probe_seen->on_home.load()) << "the probe did not run on the stream's home worker";
+      EXPECT_EQ(probe_seen->files.load(), 0u) << "the home still holds the released stream's registered file";
+    }
+  }());
+}
+
 // Blocking connects from a plain thread (no corio reads on the runtime under test, so its multishot
 // counters count accepts only); the sockets stay open until the object goes.
 class plain_clients {

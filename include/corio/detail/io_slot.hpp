@@ -34,15 +34,22 @@
 //   Hand-off queue shutdown: shutdown() swaps in a closed marker; a hand-off that finds it finishes
 //   the op at once with -ECANCELED (the home worker is gone); ops taken by the swap are marked done,
 //   not scheduled, like every op in flight at shutdown (their frames are destroyed next).
+// Release: a socket let go of on a worker other than its home (a task stolen after its last read)
+//   must not touch the home reactor's state, and its source may hold a registered file and kernel
+//   memory until the home releases it. release_io_source() hands it to the home: hand_off_release()
+//   pushes it on `releases_` (the hand-off queue's protocol and closed marker) and the home releases
+//   it at its next turn, so nothing waits for the runtime's end. A home that has shut down refuses it
+//   and its reactor's teardown frees it (uring_source.cpp, "Release from another thread").
 // Threads: submit(), link_deadline(), poll(), shutdown() and the park on the owning thread (the loop's or worker's);
-//   request_cancel() (via a stop callback) and wake() from any thread; hand_off() from another worker
-//   of the same runtime.
+//   request_cancel() (via a stop callback) and wake() from any thread; hand_off() and
+//   hand_off_release() from another worker of the same runtime.
 // Cancel queue: an intrusive Treiber stack of io_ops (`cancels_`): pushed with a release CAS by stop
 //   callbacks, taken whole with an acquire exchange by the owning thread (see io_op.hpp for the op
 //   states that make a completion and a cancel request meet safely).
 // Shutdown (shutdown(), run before the executor destroys frames: at the end of a worker's thread, and
 //   in ~event_loop before its roots are destroyed), in order:
-//   1. take the cancel queue (ops cancelled but not yet handed to the reactor);
+//   1. take the cancel queue (ops cancelled but not yet handed to the reactor); close the hand-off
+//      and release queues, and release the sources queued there;
 //   2. the reactor cancels every op still in flight (io_uring: ASYNC_CANCEL_ANY) and waits until the
 //      kernel has posted a completion for each: from then on the kernel holds no pointer into any frame
 //      or buffer; epoll just unlinks (its kernel side holds no user memory);
@@ -67,6 +74,7 @@
 namespace corio::detail {
 
 class reactor;
+struct io_source;
 
 class io_slot final : private park_backend {
  public:
@@ -98,6 +106,14 @@ class io_slot final : private park_backend {
 
   /// Any thread. The stop callback path of io_op.hpp's state diagram.
   void request_cancel(io_op& op) noexcept;
+
+  /// A worker of the same executor (shares_executor_with), for a socket homed here that it let go of:
+  /// queues `source` for this slot to release at its next turn (see "Release"). False if this slot
+  /// has shut down: the caller then leaves it to the reactor's teardown.
+  bool hand_off_release(io_source& source) noexcept;
+
+  /// Whether `other` is a slot of the same executor (another worker of one runtime, or this one).
+  bool shares_executor_with(const io_slot& other) const noexcept { return &owner_ == &other.owner_; }
 
   /// Owning thread. One loop turn without blocking, if any op is in flight or handed to this slot.
   void poll() noexcept {
@@ -165,6 +181,7 @@ class io_slot final : private park_backend {
   void wake() noexcept override;
   void turn(std::optional<std::chrono::nanoseconds> timeout) noexcept;
   void drain_cancel_requests() noexcept;
+  void drain_releases() noexcept;
   void deliver(io_op& op) noexcept;
   void flush() noexcept;
 
@@ -183,6 +200,7 @@ class io_slot final : private park_backend {
   bool shut_down_ = false;
   std::atomic<io_op*> cancels_{nullptr};
   std::atomic<io_op*> handed_{nullptr};  // ops other workers handed to this slot, or closed_marker()
+  std::atomic<io_source*> releases_{nullptr};  // sources let go on other workers, or a closed marker
   std::uint64_t handed_off_here_ = 0;
   std::size_t batch_size_ = 0;
   std::coroutine_handle<> batch_[batch_capacity];
