@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -121,7 +122,13 @@ int main(int argc, char** argv) {
   listen.reuse_port = true;  // one listener per worker; the kernel spreads connections over them
   std::vector<corio::join_handle<void>> acceptors;
   for (unsigned i = 0; i < threads; ++i) {
-    auto listener = corio::net::tcp_listener::bind(corio::net::endpoint::any_v4(static_cast<std::uint16_t>(port)), listen);
+    std::error_code error;
+    auto listener =
+        corio::net::tcp_listener::bind(corio::net::endpoint::any_v4(static_cast<std::uint16_t>(port)), listen, error);
+    if (error) {
+      std::fprintf(stderr, "echo_server: cannot listen on port %u: %s\n", port, error.message().c_str());
+      return 1;  // ~runtime cancels the acceptors already started
+    }
     port = listener.local_endpoint().port();  // --port 0: the ephemeral port chosen, shared by the rest
     acceptors.push_back(rt.spawn(accept_loop(std::move(listener))));
   }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Smoke test of examples/echo_server: start it on an ephemeral port, echo two lines through it,
-# stop it with SIGTERM, and require exit status 0.
+# stop it with SIGTERM, and require exit status 0; then start it on a port in use, and require a
+# message and exit status 1.
 # usage: echo_server_test.sh <echo_server binary> <backend>
 set -euo pipefail
 server=$1
@@ -27,4 +28,16 @@ status=0
 wait "$pid" || status=$?
 pid=""
 [[ $status -eq 0 ]] || { echo "echo_server exited with $status after SIGTERM"; exit 1; }
-echo "echo_server ($backend): echoed, stopped on SIGTERM, exit 0"
+# A port that another socket holds (without SO_REUSEPORT): a clear message and exit status 1.
+python3 - "$server" "$backend" <<'PY'
+import socket, subprocess, sys
+holder = socket.socket()
+holder.bind(("0.0.0.0", 0))
+holder.listen()
+port = holder.getsockname()[1]
+done = subprocess.run([sys.argv[1], "--port", str(port), "--backend", sys.argv[2]], capture_output=True, text=True,
+                      timeout=20)
+if done.returncode != 1 or "cannot listen on port" not in done.stderr:
+    sys.exit(f"on a busy port: exit {done.returncode}, stderr {done.stderr!r}")
+PY
+echo "echo_server ($backend): echoed, stopped on SIGTERM, exit 0; a busy port is a clear error"
