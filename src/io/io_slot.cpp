@@ -162,9 +162,7 @@ io_slot* io_slot::route(io_op& op) {
     return this;  // homed here: served from its state, or single-shot on its registered file
   }
   if (!reactor_->serves_from_source(op)) {
-    if (!exclusive_) {
-      op.source = nullptr;  // a source is read on its home's thread only: sends use the descriptor
-    }
+    op.source = nullptr;  // homed elsewhere, or none: its state is read on its home's thread only
     return this;
   }
   io_slot* home = claim_home(*op.source, op.kind, op.fd, *this);
@@ -186,8 +184,11 @@ bool io_slot::link_deadline(io_op& op, std::chrono::steady_clock::time_point dea
   if (shut_down_) {
     return false;
   }
-  if (route(op) != this || !reactor_->can_link_deadline(op)) {
-    return false;  // a handed-off or refused op takes the timer path, like any op a multishot serves
+  ensure_reactor();
+  // Asked before routing: an op a multishot state would serve takes the timer path anyway, and only
+  // its submit() may create that state (submitted at once, so no state is left without a reactor).
+  if (!reactor_->can_link_deadline(op) || route(op) != this) {
+    return false;
   }
   // steady_clock counts CLOCK_MONOTONIC (libstdc++ on Linux), the clock the kernel's timeouts use.
   std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch()).count();

@@ -345,8 +345,8 @@ io_op& uring_reactor::unpark_oldest(io_source& source) noexcept {
 
 bool uring_reactor::cancel_parked(io_op& op) noexcept {
   io_source* parked_on = op.source != nullptr ? op.source->load(std::memory_order_relaxed) : nullptr;
-  if (parked_on == nullptr || parked_on->owner != this) {
-    return false;
+  if (parked_on == nullptr) {
+    return false;  // route() leaves an op its source only where the source is homed
   }
   io_source& source = *parked_on;
   io_op* before = nullptr;
@@ -471,19 +471,23 @@ io_slot* claim_home(std::atomic<io_source*>& pointer, io_kind kind, int fd, io_s
 void release_io_source(io_source* source) noexcept {
   io_slot* here = current_io_slot;
   io_slot* home = home_of(*source);
-  if (here != nullptr && here == home && source->owner != nullptr) {
+  // Live: a reactor keeps it (set on adoption); otherwise no reactor ever took it (its first operation
+  // never reached one) or its reactor is gone, and it is ours to free below.
+  bool kept = source->state.load(std::memory_order_acquire) == io_source::life::live;
+  if (kept && here != nullptr && here == home) {
     source->owner->release(*source);  // on the owning thread, inside its loop
     return;
   }
   // Elsewhere: touch nothing of the reactor. The shutdown sends the peer its FIN now (the registered
   // file table may hold the socket open until the home releases it) and ends an armed multishot.
   ::shutdown(source->fd, SHUT_RDWR);
-  if (here != nullptr && home != nullptr && here->shares_executor_with(*home) && home->hand_off_release(*source)) {
+  if (kept && here != nullptr && home != nullptr && here->shares_executor_with(*home) &&
+      home->hand_off_release(*source)) {
     return;  // another worker of the home's runtime: the home releases it at its next turn
   }
   // Any other thread (or the home has shut down): an armed multishot's last CQE lets the reactor free
-  // the source; otherwise the reactor frees it when it is torn down. If that happened already
-  // (orphaned), it is ours to free.
+  // the source; otherwise the reactor frees it when it is torn down. If no reactor keeps it (orphaned),
+  // it is ours to free.
   auto live = io_source::life::live;
   if (source->state.compare_exchange_strong(live, io_source::life::released, std::memory_order_acq_rel)) {
     return;

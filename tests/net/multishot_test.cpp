@@ -2,6 +2,7 @@
 // backends: the behaviour must be the same on epoll, and on io_uring each test also asserts that the
 // multishot path ran (the reactor's count of multishot completions grew), so a silent fall back to
 // single-shot ops cannot pass for it.
+#include <corio/cancellation.hpp>
 #include <corio/detail/io_slot.hpp>
 #include <corio/event_loop.hpp>
 #include <corio/net/tcp_listener.hpp>
@@ -12,8 +13,10 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <stop_token>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "support/net.hpp"
@@ -174,6 +177,39 @@ TYPED_TEST(multishot, cancelled_read_and_accept_leave_the_socket_usable) {
     EXPECT_EQ(co_await read_all(accepted, 1, 16), "x");
     expect_multishot_ran(backend, before);
   });
+}
+
+// A read whose task was cancelled before it started, under with_timeout: the deadline is offered to
+// the read first, then the read finds the cancellation and never reaches the reactor. Closing that
+// stream must leave the loop's other multishot states listed, so that the loop's teardown still
+// orphans the kept stream's (LeakSanitizer checks what that stream, closed after its loop, leaves).
+TYPED_TEST(multishot, a_stream_whose_only_read_was_cancelled_before_it_started_closes_cleanly) {
+  tcp_stream kept_client;
+  tcp_stream kept_server;
+  {
+    corio::event_loop loop(TestFixture::backend);
+    run_on(loop, [&]() -> corio::task<void> {
+      std::byte buffer[4];
+      std::tie(kept_client, kept_server) = co_await connected_pair();
+      co_await kept_client.write_all(bytes("x"));
+      EXPECT_EQ(co_await kept_server.read_some(buffer), 1u);  // its state lives in this loop's reactor
+      auto [client, server] = co_await connected_pair();
+      co_await corio::sleep_for(2ms);  // the pairs' listeners have left the reactor: the kept stream's state is alone
+      auto read_under_deadline = [](tcp_stream& stream) -> corio::task<void> {
+        std::byte into[4];
+        co_await corio::with_timeout(1s, stream.read_some(into));
+      };
+      std::stop_source stopped;
+      stopped.request_stop();
+      EXPECT_THROW(co_await corio::with_stop_token(stopped.get_token(), read_under_deadline(server)), corio::cancelled);
+      server.close();
+      co_await corio::sleep_for(2ms);  // loop turns after the close
+      co_await kept_client.write_all(bytes("y"));
+      EXPECT_EQ(co_await kept_server.read_some(buffer), 1u);
+    });
+  }
+  kept_server.close();
+  kept_client.close();
 }
 
 // Destroying the loop with multishots armed, data and a connection queued, a read and an accept

@@ -27,10 +27,11 @@
 //   seq_cst CAS, then unpark_if_parked(), the same Dekker pair as the cancel queue); that slot takes
 //   it at its next turn (take_handed_off(): CAS queued -> in_flight, submit, register the op's stop
 //   callback) and schedules the task when it finishes, from its own thread, so the task moves to the
-//   socket's home worker and its next operations there are local. On such a runtime sends go out on
-//   the descriptor (a stream's writer may run on another worker than its home while the home reads
-//   the state). A socket homed in another executor's reactor is served single-shot, as before; one
-//   whose home is shutting down gets -ECANCELED.
+//   socket's home worker and its next operations there are local. A send uses its stream's state
+//   (its registered file) on the home's thread only, and goes out on the descriptor elsewhere (a
+//   stream's writer may run on another worker while the home reads the state). A socket homed in
+//   another executor's reactor is served single-shot, as before; one whose home is shutting down
+//   gets -ECANCELED.
 //   Hand-off queue shutdown: shutdown() swaps in a closed marker; a hand-off that finds it finishes
 //   the op at once with -ECANCELED (the home worker is gone); ops taken by the swap are marked done,
 //   not scheduled, like every op in flight at shutdown (their frames are destroyed next).
