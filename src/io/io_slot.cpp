@@ -118,10 +118,11 @@ bool io_slot::hand_off_release(io_source& source) noexcept {
   return true;
 }
 
-void io_slot::drain_releases() noexcept {
-  io_source* source = releases_.exchange(nullptr, std::memory_order_seq_cst);
-  while (source != nullptr) {
-    io_source& released = *std::exchange(source, source->next_released);  // read before it is freed
+void io_slot::drain_releases() noexcept { release_each(releases_.exchange(nullptr, std::memory_order_seq_cst)); }
+
+void io_slot::release_each(io_source* queued) noexcept {
+  while (queued != nullptr) {
+    io_source& released = *std::exchange(queued, queued->next_released);  // read before it is freed
     reactor_->release(released);
   }
 }
@@ -169,7 +170,7 @@ io_slot* io_slot::route(io_op& op) {
   if (home == this) {
     return this;
   }
-  if (home != nullptr && !exclusive_ && &home->owner_ == &owner_) {
+  if (home != nullptr && !exclusive_ && shares_executor_with(*home)) {
     return home;
   }
   if (home == nullptr || exclusive_) {
@@ -307,9 +308,7 @@ void io_slot::shutdown() noexcept {
   if (reactor_ == nullptr) {
     return;  // no reactor: no source is homed here, so none was queued
   }
-  while (released != nullptr) {
-    reactor_->release(*std::exchange(released, released->next_released));
-  }
+  release_each(released);
   parker_.set_backend(nullptr);                                                   // 4 (the parker part)
   cancels_.exchange(nullptr, std::memory_order_seq_cst);                          // 1
   reactor_->cancel_all_and_reap({[](void* context, io_op& op) noexcept {          // 2

@@ -455,7 +455,7 @@ io_slot* claim_home(std::atomic<io_source*>& pointer, io_kind kind, int fd, io_s
     }
     delete created;  // another worker's operation created one first: use that
   }
-  io_slot* home = source->slot.load(std::memory_order_acquire);
+  io_slot* home = home_of(*source);
   if (home != nullptr) {
     return home;
   }

@@ -183,6 +183,8 @@ class io_slot final : private park_backend {
   void turn(std::optional<std::chrono::nanoseconds> timeout) noexcept;
   void drain_cancel_requests() noexcept;
   void drain_releases() noexcept;
+  /// Releases each source of a list taken from `releases_` (linked through next_released).
+  void release_each(io_source* queued) noexcept;
   void deliver(io_op& op) noexcept;
   void flush() noexcept;
 
