@@ -21,7 +21,10 @@
 //   set by itself, so a stale "registered" flag would leave the next socket with that number
 //   unregistered and its ops asleep forever. Every corio socket closes through close_socket(), which
 //   first bumps a process-wide generation for that number; an entry whose generation is stale is
-//   registered again (EPOLL_CTL_ADD, or MOD if the file is in fact still there).
+//   registered again (EPOLL_CTL_ADD, or MOD if the file is in fact still there). Ops still waiting in
+//   a stale entry belong to the closed socket: they end with -ECANCELED then, never retried on the
+//   new one. A close on a thread that runs a reactor first tells it (forget), which ends that
+//   socket's waiting ops at once.
 // Cancellation: cancel() unlinks the op, gives it -ECANCELED and keeps it for the next reap(), which
 //   then does not block. Shutdown (cancel_all_and_reap): 1. every waiting op is unlinked and reported
 //   with -ECANCELED; 2. the cancelled ops not yet reported are reported. The kernel never held a
@@ -45,6 +48,8 @@
 #include <memory>
 #include <system_error>
 #include <vector>
+
+#include <corio/detail/io_slot.hpp>
 
 #include "io/reactor.hpp"
 
@@ -294,15 +299,17 @@ class epoll_reactor final : public reactor {
 
   void cancel_all_and_reap(completion_sink sink) noexcept override {
     for (fd_entry& entry : fds_) {
-      for (op_list* list : {&entry.readers, &entry.writers}) {
-        while (io_op* op = list->pop()) {
-          op->result = -ECANCELED;
-          finished_.push(*op);
-        }
-      }
+      finish_waiting(entry);
     }
     while (io_op* op = finished_.pop()) {
       sink(*op);
+    }
+  }
+
+  void forget(int fd) noexcept override {
+    if (fd_entry* entry = watched(fd)) {
+      finish_waiting(*entry);
+      entry->registered = false;  // the close that follows drops the file from the epoll set
     }
   }
 
@@ -321,6 +328,7 @@ class epoll_reactor final : public reactor {
     if (entry.registered && entry.generation == generation) {
       return 0;
     }
+    finish_waiting(entry);  // ops of a socket closed on another thread: never the new socket's reads
     epoll_event event{};
     event.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
     event.data.u64 = index;
@@ -350,6 +358,16 @@ class epoll_reactor final : public reactor {
       count = ::epoll_wait(epoll_fd_, events, max_events, ms);
     }
     return count < 0 ? 0 : count;
+  }
+
+  // Ends every op waiting on `entry` with -ECANCELED, reported at the end of the next reap().
+  void finish_waiting(fd_entry& entry) noexcept {
+    for (op_list* list : {&entry.readers, &entry.writers}) {
+      while (io_op* op = list->pop()) {
+        op->result = -ECANCELED;
+        finished_.push(*op);
+      }
+    }
   }
 
   // Runs the waiting ops of one direction in order until one would block (or a read drained the
@@ -394,6 +412,9 @@ std::unique_ptr<reactor> make_epoll_reactor() { return std::make_unique<epoll_re
 void close_socket(int fd) noexcept {
   if (fd < 0) {
     return;
+  }
+  if (io_slot* here = current_io_slot) {
+    here->forget(fd);  // ops this thread's reactor holds on the socket end now, before the number can be reused
   }
   if (std::atomic<std::uint32_t>* slot = generation_slot(fd, false)) {
     slot->fetch_add(1, std::memory_order_relaxed);

@@ -293,6 +293,12 @@ void io_slot::park(std::optional<std::chrono::nanoseconds> timeout) noexcept {
 
 void io_slot::wake() noexcept { reactor_->wake(); }
 
+void io_slot::forget(int fd) noexcept {
+  if (reactor_ != nullptr) {
+    reactor_->forget(fd);
+  }
+}
+
 void io_slot::shutdown() noexcept {
   if (shut_down_) {
     return;

@@ -45,6 +45,10 @@ class reactor {
 
   /// Owning thread: the socket let go of `source`, homed here (io_source.hpp).
   virtual void release(io_source&) noexcept {}
+  /// Owning thread, just before the socket `fd` is closed there: ends the ops this reactor keeps
+  /// waiting on it with -ECANCELED (epoll: the fd's waiters; io_uring keeps them on the socket's
+  /// io_source, whose release() ends them).
+  virtual void forget(int) noexcept {}
 
   /// Whether submit(op) would serve `op` from its socket's multishot state (io_source.hpp), which
   /// must then be homed at this reactor (claim_home).

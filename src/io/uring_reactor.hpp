@@ -52,6 +52,9 @@ class uring_reactor final : public reactor {
   void park(io_source& source, io_op& op) noexcept;
   io_op& unpark_oldest(io_source& source) noexcept;
   bool cancel_parked(io_op& op) noexcept;
+  /// Ends every op parked on `source` with -ECANCELED, reported at the next reap.
+  void finish_parked(io_source& source) noexcept;
+  void finish_here(io_op& op) noexcept;
   void on_source_completion(io_source& source, std::int32_t result, std::uint32_t flags, completion_sink sink) noexcept;
   void arm(io_source& source) noexcept;
   void cancel_multishot(io_source& source) noexcept;

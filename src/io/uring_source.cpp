@@ -34,7 +34,9 @@
 //    without IORING_CQE_F_MORE after the ASYNC_CANCEL release sent; buffers named by later CQEs go
 //    back to the ring and descriptors are closed;
 //  - a parked op cancelled by its task is not in the kernel: it finishes with -ECANCELED through
-//    `finished_here_` at the next reap, which then does not block.
+//    `finished_here_` at the next reap, which then does not block. The op records its source
+//    (`parked_on`), since its socket may have been moved or closed since it parked; a release (the
+//    socket closed under it) finishes every op parked on the source the same way.
 // Release from another thread: the releasing thread shuts the socket down (the peer gets its FIN at
 //   once). On another worker of the home's runtime it then hands the source to the home slot, which
 //   releases it at its next turn (io_slot.hpp, "Release"). Anywhere else (a stream destroyed off its
@@ -325,6 +327,7 @@ void uring_reactor::on_source_completion(io_source& source, std::int32_t result,
 
 void uring_reactor::park(io_source& source, io_op& op) noexcept {
   op.next = nullptr;
+  op.parked_on = &source;
   if (source.last_waiter != nullptr) {
     source.last_waiter->next = &op;
   } else {
@@ -340,38 +343,45 @@ io_op& uring_reactor::unpark_oldest(io_source& source) noexcept {
     source.last_waiter = nullptr;
   }
   op.next = nullptr;
+  op.parked_on = nullptr;
   return op;
 }
 
+// Found through the op, not its socket: the socket may have been moved or closed meanwhile.
 bool uring_reactor::cancel_parked(io_op& op) noexcept {
-  io_source* parked_on = op.source != nullptr ? op.source->load(std::memory_order_relaxed) : nullptr;
-  if (parked_on == nullptr) {
-    return false;  // route() leaves an op its source only where the source is homed
+  if (op.parked_on == nullptr) {
+    return false;  // not parked: it is in the kernel
   }
-  io_source& source = *parked_on;
+  io_source& source = *op.parked_on;
   io_op* before = nullptr;
   io_op* each = source.waiter;
-  while (each != nullptr && each != &op) {
+  while (each != &op) {
     before = std::exchange(each, each->next);
-  }
-  if (each == nullptr) {
-    return false;  // not parked here: it is in the kernel
   }
   (before != nullptr ? before->next : source.waiter) = op.next;
   if (source.last_waiter == &op) {
     source.last_waiter = before;
   }
+  op.parked_on = nullptr;
+  finish_here(op);
+  return true;
+}
+
+void uring_reactor::finish_parked(io_source& source) noexcept {
+  while (source.waiter != nullptr) {
+    finish_here(unpark_oldest(source));
+  }
+}
+
+void uring_reactor::finish_here(io_op& op) noexcept {
   op.result = -ECANCELED;
   op.next = finished_here_;
   finished_here_ = &op;
-  return true;
 }
 
 void uring_reactor::detach_all_parked() noexcept {
   for (io_source* source = sources_; source != nullptr; source = source->next) {
-    while (source->waiter != nullptr) {
-      cancel_parked(*source->waiter);
-    }
+    finish_parked(*source);
   }
 }
 
@@ -432,6 +442,7 @@ void uring_reactor::use_fixed_file(io_uring_sqe* sqe, const io_source* source) c
 
 void uring_reactor::release(io_source& source) noexcept {
   source.released = true;
+  finish_parked(source);  // the socket was closed under them: they end cancelled, like asio's operation_aborted
   drop_queued(source);
   unregister_fixed(source);  // before the socket's close(), which would not end a file the table holds
   if (source.armed) {

@@ -132,6 +132,7 @@ struct io_op : io_request {
   io_slot* slot = nullptr;
   std::atomic<io_state> state{io_state::idle};
   io_op* next = nullptr;  // the backend's lists (epoll: the fd's waiters), or a slot's hand-off queue
+  io_source* parked_on = nullptr;  // io_uring: the source whose queue of waiting ops holds this op
   io_awaiter* awaiter = nullptr;  // registers the op's stop callback when a home slot takes it
   io_op* next_cancel = nullptr;  // the slot's queue of cancel requests
   bool started = false;          // epoll connect: connect() was issued, now waiting for writability

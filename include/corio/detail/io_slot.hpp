@@ -113,6 +113,11 @@ class io_slot final : private park_backend {
   /// has shut down: the caller then leaves it to the reactor's teardown.
   bool hand_off_release(io_source& source) noexcept;
 
+  /// Owning thread, just before the socket `fd` is closed on it: the ops its reactor keeps waiting on
+  /// that socket end with -ECANCELED (closing a socket under a pending operation is a misuse; this makes
+  /// it an error for that operation instead of a wait that never ends).
+  void forget(int fd) noexcept;
+
   /// Whether `other` is a slot of the same executor (another worker of one runtime, or this one).
   bool shares_executor_with(const io_slot& other) const noexcept { return &owner_ == &other.owner_; }
 

@@ -55,7 +55,7 @@ class io_source_ref {
   }
   ~io_source_ref() { reset(); }
 
-  /// Never while an operation on the socket is in flight (as for closing the socket itself).
+  /// With operations parked on the source, its reactor ends them with -ECANCELED (release()).
   void reset() noexcept {
     if (io_source* source = take()) {
       release_io_source(source);

@@ -36,8 +36,9 @@ class accept_awaiter : public corio::detail::accept_fd_awaiter {
 /// A listening TCP socket. Move-only; closes on destruction. accept() is an awaitable with the
 /// same error, cancellation and resumption rules as tcp_stream's operations; several tasks may
 /// accept on one listener at once (each connection goes to one of them). Errors such as EMFILE
-/// (out of descriptors) are reported by that accept only: the listener stays usable. Never close or
-/// destroy the listener while an accept on it is in flight. On io_uring one multishot accept serves
+/// (out of descriptors) are reported by that accept only: the listener stays usable. Closing the
+/// listener on its thread ends the accepts waiting on it with std::errc::operation_canceled. On
+/// io_uring one multishot accept serves
 /// every accept; connections that arrive with no accept waiting are queued (up to 64, then the
 /// kernel's backlog holds the rest). Its state lives in the reactor of the thread that accepted
 /// first; on a runtime of several workers, an accept from a task on another worker is handed to

@@ -50,8 +50,9 @@ class connect_awaiter : public corio::detail::io_awaiter {
 /// the operation ("corio::net::tcp_stream::read_some: Connection reset by peer"); the one taking a
 /// std::error_code& stores the error instead. Cancelling the task (join_handle::cancel, when_any,
 /// with_timeout) cancels the operation in the kernel and completes it with corio::cancelled (or
-/// std::errc::operation_canceled). Not thread-safe: one reader and one writer at a time, and never
-/// close or destroy the stream while one of its operations is in flight. On io_uring, reads come from
+/// std::errc::operation_canceled). Not thread-safe: one reader and one writer at a time. Cancel an
+/// operation before closing or destroying its stream; a pending read closed under on its own thread
+/// still ends, with std::errc::operation_canceled (README, Limitations). On io_uring, reads come from
 /// one multishot recv into the buffer ring of the reactor that first read it (data that arrives
 /// before a read is kept for it); a read from another worker of the same runtime is handed to that
 /// reactor's worker, and the task resumes there; reading it from another loop's task fails with EXDEV

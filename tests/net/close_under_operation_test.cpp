@@ -1,0 +1,117 @@
+// Closing a socket while one of its operations is pending (a misuse, as for a descriptor) ends that
+// operation with operation_canceled instead of leaving it waiting forever, on both backends; and a
+// socket closed on another thread never lets its pending read see the input of the socket that
+// reuses its descriptor number (io_uring ends that read at once; epoll when an operation next waits
+// on the number, or at shutdown).
+#include <corio/event_loop.hpp>
+#include <corio/join_handle.hpp>
+#include <corio/net/tcp_listener.hpp>
+#include <corio/net/tcp_stream.hpp>
+#include <corio/time.hpp>
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "support/net.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+using corio::net::endpoint;
+using corio::net::tcp_listener;
+using corio::net::tcp_stream;
+using namespace corio::test;
+
+template <class Backend>
+class close_under_operation : public backend_test<Backend> {};
+TYPED_TEST_SUITE(close_under_operation, both_backends, backend_names);
+
+corio::task<std::error_code> read_once(tcp_stream& stream) {
+  std::byte buffer[16];
+  std::error_code error;
+  co_await stream.read_some(buffer, error);
+  co_return error;
+}
+
+TYPED_TEST(close_under_operation, closing_a_stream_ends_its_pending_read_with_operation_canceled) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto [client, server] = co_await connected_pair();
+    auto reader = corio::spawn(read_once(server));
+    co_await corio::sleep_for(20ms);  // the read is parked, waiting for input
+    server.close();
+    std::error_code error = co_await corio::with_timeout(5s, std::move(reader));
+    EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
+
+    // The throwing form says which operation it was.
+    auto [client2, server2] = co_await connected_pair();
+    auto thrower = corio::spawn([](tcp_stream& stream) -> corio::task<std::string> {
+      std::byte buffer[16];
+      try {
+        co_await stream.read_some(buffer);
+      } catch (const std::system_error& e) {
+        co_return e.what();
+      }
+      co_return "no exception";
+    }(server2));
+    co_await corio::sleep_for(20ms);
+    server2.close();
+    std::string what = co_await corio::with_timeout(5s, std::move(thrower));
+    EXPECT_NE(what.find("corio::net::tcp_stream::read_some"), std::string::npos) << what;
+  });
+}
+
+TYPED_TEST(close_under_operation, closing_a_listener_ends_its_pending_accept_with_operation_canceled) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
+    auto acceptor = corio::spawn([](tcp_listener& on) -> corio::task<std::error_code> {
+      std::error_code error;
+      co_await on.accept(error);
+      co_return error;
+    }(listener));
+    co_await corio::sleep_for(20ms);
+    listener.close();
+    std::error_code error = co_await corio::with_timeout(5s, std::move(acceptor));
+    EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
+  });
+}
+
+TYPED_TEST(close_under_operation, a_stream_closed_on_another_thread_never_reads_for_the_socket_reusing_its_number) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto [client, server] = co_await connected_pair();
+    const int number = server.native_handle();
+    auto reader = corio::spawn(read_once(server));
+    co_await corio::sleep_for(20ms);
+    std::vector<int> lower;  // fill the free numbers below it, so that the next socket takes it
+    for (int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC); fd >= 0 && fd < number;
+         fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) {
+      lower.push_back(fd);
+    }
+    std::thread([&] { server.close(); }).join();  // a thread with no loop: nothing of ours runs there
+    auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
+    for (int fd : lower) {
+      ::close(fd);
+    }
+    EXPECT_EQ(listener.native_handle(), number) << "the descriptor number was not reused; the test proves less";
+    auto accepted = corio::spawn([](tcp_listener& on) -> corio::task<tcp_stream> { co_return co_await on.accept(); }(listener));
+    co_await corio::sleep_for(20ms);  // the accept waits on the reused number (epoll watches it afresh)
+    auto fresh = co_await tcp_stream::connect(listener.local_endpoint());
+    tcp_stream fresh_server = co_await corio::with_timeout(5s, std::move(accepted));
+    auto echo = corio::spawn(echo_connection(std::move(fresh_server)));
+    EXPECT_EQ(co_await round_trip(fresh, "reused"), "reused");
+
+    std::error_code error = co_await corio::with_timeout(5s, std::move(reader));
+    EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
+    fresh.close();
+    co_await std::move(echo);
+  });
+}
+
+}  // namespace
