@@ -32,6 +32,11 @@
 // Cancellation: cancel() queues IORING_OP_ASYNC_CANCEL for the op's address; the op then completes
 //   with -ECANCELED (or with its real result if it won the race) and the buffer it names stays valid
 //   because its frame stays suspended until that completion is reported.
+// A socket closed under requests the kernel holds (forget(), from close_socket on the owning
+//   thread, just before the close): one ASYNC_CANCEL keyed on the descriptor (CANCEL_FD | ALL; the
+//   kernel compares files, so requests on the socket's registered file match too), submitted at once,
+//   while the number still names the socket. `in_kernel_by_fd_` counts the requests issued on each
+//   number whose CQE has not been seen, so the usual close, with nothing in the kernel, costs nothing.
 // Shutdown (cancel_all_and_reap), in order:
 //   0. complete every op parked on a source's queue with -ECANCELED (no kernel request holds it);
 //   1. queue ASYNC_CANCEL_ANY (every request of this ring, the wake read and multishots included);
@@ -45,6 +50,7 @@
 //   wake read is in the kernel. Owning thread only, except wake().
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <system_error>
@@ -119,6 +125,7 @@ bool uring_reactor::submit(io_op& op) noexcept {
 
 void uring_reactor::prep_single(io_op& op) noexcept {
   io_uring_sqe* sqe = next_sqe(op.link_deadline ? 2 : 1);  // a linked pair: both in one submission
+  count_in_kernel(op.fd, 1);
   switch (op.kind) {
     case io_kind::recv:
       io_uring_prep_recv(sqe, op.fd, op.buffer, op.length, 0);
@@ -151,6 +158,26 @@ void uring_reactor::prep_single(io_op& op) noexcept {
     io_uring_sqe_set_data64(timeout, ignored_tag);
     ++linked_timeouts_;
   }
+}
+
+void uring_reactor::count_in_kernel_slow(int fd, int change) noexcept {
+  if (fd < 0) {
+    return;  // a closed socket's op: the kernel answers EBADF, and forget() never sees it
+  }
+  auto index = static_cast<std::size_t>(fd);
+  in_kernel_by_fd_.resize(std::max(index + 1, in_kernel_by_fd_.size() * 2));
+  in_kernel_by_fd_[index] += static_cast<std::uint32_t>(change);
+}
+
+void uring_reactor::forget(int fd) noexcept {
+  auto index = static_cast<std::size_t>(fd);
+  if (fd < 0 || index >= in_kernel_by_fd_.size() || in_kernel_by_fd_[index] == 0) {
+    return;  // the usual close: nothing of this socket in the kernel
+  }
+  io_uring_sqe* sqe = next_sqe();
+  io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);  // matches requests on its registered file too
+  io_uring_sqe_set_data64(sqe, ignored_tag);
+  io_uring_submit(&ring_);  // now: after the close() that follows, the number names nothing (or another socket)
 }
 
 void uring_reactor::cancel(io_op& op) noexcept {
@@ -244,6 +271,7 @@ void uring_reactor::report_completions(completion_sink sink) noexcept {
       continue;
     }
     auto* op = reinterpret_cast<io_op*>(static_cast<std::uintptr_t>(tag));
+    count_in_kernel(op->fd, -1);
     if (op->advance_whole(cqe->res) && !draining_ && op->state.load(std::memory_order_acquire) == io_state::in_flight) {
       prep_single(*op);  // a short send of a whole transfer: the rest goes out without resuming the task
       continue;

@@ -36,6 +36,9 @@ class uring_reactor final : public reactor {
 
   /// uring_source.cpp.
   void release(io_source& source) noexcept override;
+  /// Cancels the requests the kernel holds on `fd` (a socket closed under them), submitted at once,
+  /// while the descriptor still names the socket.
+  void forget(int fd) noexcept override;
 
  private:
   // uring_reactor.cpp
@@ -43,6 +46,16 @@ class uring_reactor final : public reactor {
   void arm_wake() noexcept;
   void report_completions(completion_sink sink) noexcept;
   void prep_single(io_op& op) noexcept;
+  /// Adds `change` to the requests the kernel holds on `fd` (issued +1, CQE seen -1).
+  void count_in_kernel(int fd, int change) noexcept {
+    auto index = static_cast<std::size_t>(fd);  // -1 (a closed socket's op) lands in the slow path
+    if (index < in_kernel_by_fd_.size()) [[likely]] {
+      in_kernel_by_fd_[index] += static_cast<std::uint32_t>(change);
+    } else {
+      count_in_kernel_slow(fd, change);
+    }
+  }
+  void count_in_kernel_slow(int fd, int change) noexcept;
 
   // uring_source.cpp
   void setup_buffers() noexcept;
@@ -73,6 +86,7 @@ class uring_reactor final : public reactor {
   int wake_fd_ = -1;
   eventfd_t wake_buffer_ = 0;
   std::size_t in_flight_ = 0;  // ops submitted (or parked on a source) and not yet reported
+  std::vector<std::uint32_t> in_kernel_by_fd_;  // requests issued on each descriptor number, CQE not yet seen
   bool wake_armed_ = false;
   bool draining_ = false;
   std::uint64_t linked_timeouts_ = 0;

@@ -7,6 +7,7 @@
 #include <corio/join_handle.hpp>
 #include <corio/net/tcp_listener.hpp>
 #include <corio/net/tcp_stream.hpp>
+#include <corio/net/udp_socket.hpp>
 #include <corio/time.hpp>
 
 #include <fcntl.h>
@@ -79,6 +80,42 @@ TYPED_TEST(close_under_operation, closing_a_listener_ends_its_pending_accept_wit
     co_await corio::sleep_for(20ms);
     listener.close();
     std::error_code error = co_await corio::with_timeout(5s, std::move(acceptor));
+    EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
+  });
+}
+
+TYPED_TEST(close_under_operation, closing_a_stream_ends_a_write_the_kernel_holds_with_operation_canceled) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto [client, server] = co_await connected_pair();
+    co_await client.write_all(bytes("x"));  // the server reads once: on io_uring its sends then use a registered file
+    std::byte first[1];
+    co_await server.read_some(first);
+    std::vector<std::byte> data(64 * 1024 * 1024, std::byte{'x'});  // more than both socket buffers hold
+    auto writer = corio::spawn([](tcp_stream& stream, std::span<const std::byte> bytes) -> corio::task<std::error_code> {
+      std::error_code error;
+      co_await stream.write_all(bytes, error);
+      co_return error;
+    }(server, data));
+    co_await corio::sleep_for(50ms);  // the client never reads: the write waits for room
+    EXPECT_FALSE(writer.is_finished());
+    server.close();
+    std::error_code error = co_await corio::with_timeout(5s, std::move(writer));
+    EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
+  });
+}
+
+TYPED_TEST(close_under_operation, closing_a_udp_socket_ends_its_pending_receive_with_operation_canceled) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto socket = corio::net::udp_socket::bind(endpoint::loopback_v4(0));
+    auto receiver = corio::spawn([](corio::net::udp_socket& on) -> corio::task<std::error_code> {
+      std::byte buffer[64];
+      std::error_code error;
+      co_await on.recv_from(buffer, error);
+      co_return error;
+    }(socket));
+    co_await corio::sleep_for(20ms);
+    socket.close();
+    std::error_code error = co_await corio::with_timeout(5s, std::move(receiver));
     EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
   });
 }
