@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -356,9 +357,22 @@ bool io_awaiter::offer_deadline(std::chrono::steady_clock::time_point deadline) 
   return slot != nullptr && slot->link_deadline(op_, deadline);
 }
 
+bool io_awaiter::deadline_cancelled() const noexcept {
+  if (deadline_cancel_) {
+    return true;
+  }
+  if (!op_.link_deadline) {
+    return false;
+  }
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);  // the clock of the linked timeout (IORING_TIMEOUT_ABS)
+  return now.tv_sec > op_.deadline.tv_sec || (now.tv_sec == op_.deadline.tv_sec && now.tv_nsec >= op_.deadline.tv_nsec);
+}
+
 bool io_awaiter::deadline_expired() const noexcept {
+  bool cancelled = op_.result == -ECANCELED || op_.result == -EINTR;
   bool stopped = stop_ != nullptr && stop_->stop_requested();
-  return deadline_may_cancel() && (op_.result == -ECANCELED || op_.result == -EINTR) && !stopped;
+  return cancelled && !stopped && deadline_cancelled();
 }
 
 void io_awaiter::cancel_for_deadline() noexcept {
@@ -379,7 +393,7 @@ bool io_awaiter::check() {
   int error = -op_.result;
   // A deadline that fired (linked, or through cancel_for_deadline) cancels the op too; with_timeout
   // turns that into corio::timed_out.
-  bool stopped = (stop_ != nullptr && stop_->stop_requested()) || deadline_may_cancel();
+  bool stopped = (stop_ != nullptr && stop_->stop_requested()) || deadline_cancelled();
   bool cancelled_here = stopped && (error == ECANCELED || error == EINTR);
   if (error_ != nullptr) {
     *error_ = cancelled_here ? std::make_error_code(std::errc::operation_canceled)

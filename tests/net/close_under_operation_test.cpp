@@ -104,6 +104,27 @@ TYPED_TEST(close_under_operation, closing_a_stream_ends_a_write_the_kernel_holds
   });
 }
 
+TYPED_TEST(close_under_operation, a_write_under_a_deadline_closed_under_is_cancelled_not_timed_out) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto [client, server] = co_await connected_pair();
+    std::vector<std::byte> data(64 * 1024 * 1024, std::byte{'x'});
+    auto writer = corio::spawn([](tcp_stream& stream, std::span<const std::byte> bytes) -> corio::task<std::string> {
+      try {
+        co_await corio::with_timeout(30s, stream.write_all(bytes));  // io_uring: a linked timeout
+      } catch (const corio::timed_out&) {
+        co_return "timed_out";
+      } catch (const std::system_error& e) {
+        co_return e.code() == std::errc::operation_canceled ? std::string(e.what()) : "other error: " + std::string(e.what());
+      }
+      co_return "finished";
+    }(server, data));
+    co_await corio::sleep_for(50ms);
+    server.close();
+    std::string outcome = co_await corio::with_timeout(5s, std::move(writer));
+    EXPECT_NE(outcome.find("corio::net::tcp_stream::write_all"), std::string::npos) << outcome;
+  });
+}
+
 TYPED_TEST(close_under_operation, closing_a_udp_socket_ends_its_pending_receive_with_operation_canceled) {
   run_on_loop(TestFixture::backend, []() -> corio::task<void> {
     auto socket = corio::net::udp_socket::bind(endpoint::loopback_v4(0));

@@ -60,7 +60,8 @@
 //   submit run back to back on the submitting thread); a refused deadline leaves the op as submit()
 //   would see it anyway, and the awaiter arms its timer as before. A taken deadline that fires completes the op
 //   with -ECANCELED while nobody requested a cancel: the state machine above does not change (it is a
-//   completion like any other), and the awaiter reads it as its deadline (deadline_expired). A stop
+//   completion like any other), and the awaiter reads it as its deadline (deadline_expired) if the
+//   deadline's time has come (-ECANCELED before it has is another cancel, e.g. its socket closed). A stop
 //   requested on the op's token (the outer task's cancellation, forwarded) counts first: the op was
 //   cancelled, not timed out, whichever of the two the kernel acted on.
 //   The timeout request itself never points into the frame once submitted (the kernel copies the
@@ -230,9 +231,10 @@ class io_awaiter {
   };
 
   [[noreturn]] static void abandoned_in_flight() noexcept;
-  /// A deadline may be what cancelled the op: it carried a linked timeout, or the timer's callback
-  /// called cancel_for_deadline.
-  bool deadline_may_cancel() const noexcept { return op_.link_deadline || deadline_cancel_; }
+  /// After a cancelled completion: whether a deadline is what cancelled it (the timer's callback
+  /// called cancel_for_deadline, or it carried a linked timeout whose time has come; a cancel for
+  /// another reason, such as its socket closed under it, before that time is not a timeout).
+  bool deadline_cancelled() const noexcept;
 
   const char* what_;
   std::error_code* error_;
