@@ -5,7 +5,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -364,9 +363,9 @@ bool io_awaiter::deadline_cancelled() const noexcept {
   if (!op_.link_deadline) {
     return false;
   }
-  timespec now{};
-  ::clock_gettime(CLOCK_MONOTONIC, &now);  // the clock of the linked timeout (IORING_TIMEOUT_ABS)
-  return now.tv_sec > op_.deadline.tv_sec || (now.tv_sec == op_.deadline.tv_sec && now.tv_nsec >= op_.deadline.tv_nsec);
+  // The clock link_deadline() took the deadline from (steady_clock, the linked timeout's CLOCK_MONOTONIC).
+  auto deadline = std::chrono::seconds(op_.deadline.tv_sec) + std::chrono::nanoseconds(op_.deadline.tv_nsec);
+  return std::chrono::steady_clock::now().time_since_epoch() >= deadline;
 }
 
 bool io_awaiter::deadline_expired() const noexcept {
