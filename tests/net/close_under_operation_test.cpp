@@ -35,6 +35,14 @@ template <class Backend>
 class close_under_operation : public backend_test<Backend> {};
 TYPED_TEST_SUITE(close_under_operation, both_backends, backend_names);
 
+/// Closes `socket` under the operation `pending` waits in, and joins it (bounded: a wait that never
+/// ends fails the test instead of hanging it).
+template <class Socket, class T>
+corio::task<T> close_and_join(Socket& socket, corio::join_handle<T> pending) {
+  socket.close();
+  co_return co_await corio::with_timeout(5s, std::move(pending));
+}
+
 corio::task<std::error_code> read_once(tcp_stream& stream) {
   std::byte buffer[16];
   std::error_code error;
@@ -47,8 +55,7 @@ TYPED_TEST(close_under_operation, closing_a_stream_ends_its_pending_read_with_op
     auto [client, server] = co_await connected_pair();
     auto reader = corio::spawn(read_once(server));
     co_await corio::sleep_for(20ms);  // the read is parked, waiting for input
-    server.close();
-    std::error_code error = co_await corio::with_timeout(5s, std::move(reader));
+    std::error_code error = co_await close_and_join(server, std::move(reader));
     EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
 
     // The throwing form says which operation it was.
@@ -63,8 +70,7 @@ TYPED_TEST(close_under_operation, closing_a_stream_ends_its_pending_read_with_op
       co_return "no exception";
     }(server2));
     co_await corio::sleep_for(20ms);
-    server2.close();
-    std::string what = co_await corio::with_timeout(5s, std::move(thrower));
+    std::string what = co_await close_and_join(server2, std::move(thrower));
     EXPECT_NE(what.find("corio::net::tcp_stream::read_some"), std::string::npos) << what;
   });
 }
@@ -78,8 +84,7 @@ TYPED_TEST(close_under_operation, closing_a_listener_ends_its_pending_accept_wit
       co_return error;
     }(listener));
     co_await corio::sleep_for(20ms);
-    listener.close();
-    std::error_code error = co_await corio::with_timeout(5s, std::move(acceptor));
+    std::error_code error = co_await close_and_join(listener, std::move(acceptor));
     EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
   });
 }
@@ -98,8 +103,7 @@ TYPED_TEST(close_under_operation, closing_a_stream_ends_a_write_the_kernel_holds
     }(server, data));
     co_await corio::sleep_for(50ms);  // the client never reads: the write waits for room
     EXPECT_FALSE(writer.is_finished());
-    server.close();
-    std::error_code error = co_await corio::with_timeout(5s, std::move(writer));
+    std::error_code error = co_await close_and_join(server, std::move(writer));
     EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
   });
 }
@@ -119,8 +123,7 @@ TYPED_TEST(close_under_operation, a_write_under_a_deadline_closed_under_is_cance
       co_return "finished";
     }(server, data));
     co_await corio::sleep_for(50ms);
-    server.close();
-    std::string outcome = co_await corio::with_timeout(5s, std::move(writer));
+    std::string outcome = co_await close_and_join(server, std::move(writer));
     EXPECT_NE(outcome.find("corio::net::tcp_stream::write_all"), std::string::npos) << outcome;
   });
 }
@@ -135,8 +138,7 @@ TYPED_TEST(close_under_operation, closing_a_udp_socket_ends_its_pending_receive_
       co_return error;
     }(socket));
     co_await corio::sleep_for(20ms);
-    socket.close();
-    std::error_code error = co_await corio::with_timeout(5s, std::move(receiver));
+    std::error_code error = co_await close_and_join(socket, std::move(receiver));
     EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
   });
 }
