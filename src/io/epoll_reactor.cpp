@@ -264,12 +264,12 @@ class epoll_reactor final : public reactor {
     }
   }
 
-  void reap(completion_sink sink, std::optional<std::chrono::nanoseconds> timeout) noexcept override {
+  void reap(completion_sink sink, std::optional<std::chrono::nanoseconds> timeout, std::size_t limit) noexcept override {
     if (finished_.head != nullptr) {
       timeout = std::chrono::nanoseconds::zero();
     }
     epoll_event events[max_events];
-    int count = wait(events, timeout);
+    int count = wait(events, std::clamp<std::size_t>(limit, 1, max_events), timeout);
     for (int i = 0; i < count; ++i) {
       const epoll_event& event = events[i];
       if (event.data.u64 == wake_tag) {
@@ -343,19 +343,20 @@ class epoll_reactor final : public reactor {
     return 0;
   }
 
-  int wait(epoll_event* events, std::optional<std::chrono::nanoseconds> timeout) noexcept {
+  int wait(epoll_event* events, std::size_t capacity, std::optional<std::chrono::nanoseconds> timeout) noexcept {
     timespec limit{};
     if (timeout) {
       auto ns = timeout->count() > 0 ? timeout->count() : 0;
       limit = {.tv_sec = static_cast<time_t>(ns / 1'000'000'000), .tv_nsec = static_cast<long>(ns % 1'000'000'000)};
     }
-    int count = ::epoll_pwait2(epoll_fd_, events, max_events, timeout ? &limit : nullptr, nullptr);
+    const auto room = static_cast<int>(capacity);
+    int count = ::epoll_pwait2(epoll_fd_, events, room, timeout ? &limit : nullptr, nullptr);
     if (count < 0 && errno == ENOSYS) {  // kernels before 5.11: millisecond timeouts, rounded up
       int ms = -1;
       if (timeout) {
         ms = static_cast<int>(std::min<std::int64_t>((timeout->count() + 999'999) / 1'000'000, INT32_MAX));
       }
-      count = ::epoll_wait(epoll_fd_, events, max_events, ms);
+      count = ::epoll_wait(epoll_fd_, events, room, ms);
     }
     return count < 0 ? 0 : count;
   }

@@ -2,6 +2,7 @@
 // include/corio/detail/io_slot.hpp and include/corio/detail/io_op.hpp.
 #include <corio/detail/io_slot.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -264,7 +265,7 @@ void io_slot::flush() noexcept {
   }
 }
 
-void io_slot::turn(std::optional<std::chrono::nanoseconds> timeout) noexcept {
+void io_slot::turn(std::optional<std::chrono::nanoseconds> timeout, std::size_t limit) noexcept {
   ++turns_;
   drain_handed_off();
   drain_releases();
@@ -277,7 +278,7 @@ void io_slot::turn(std::optional<std::chrono::nanoseconds> timeout) noexcept {
                     }  // else: its cancel request is still queued; drain_cancel_requests delivers it
                   },
                   this},
-                 timeout);
+                 timeout, std::min(limit, reap_limit_));
   drain_releases();
   drain_cancel_requests();
   flush();
@@ -288,7 +289,7 @@ void io_slot::park(std::optional<std::chrono::nanoseconds> timeout) noexcept {
       releases_.load(std::memory_order_seq_cst) != nullptr) {
     timeout = std::chrono::nanoseconds::zero();  // a cancel request, a hand-off or a release arrived: act on it
   }
-  turn(timeout);
+  turn(timeout, reap_limit_);
 }
 
 void io_slot::wake() noexcept { reactor_->wake(); }

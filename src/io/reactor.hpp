@@ -62,8 +62,12 @@ class reactor {
   virtual void cancel(io_op& op) noexcept = 0;
 
   /// Submits what is queued and waits up to `timeout` (none: no limit; zero: do not block) for at
-  /// least one completion or a wake(); reports every finished op to `sink`.
-  virtual void reap(completion_sink sink, std::optional<std::chrono::nanoseconds> timeout) noexcept = 0;
+  /// least one completion or a wake(); reports the finished ops to `sink`, taking at most `limit`
+  /// kernel events (CQEs, epoll events) from the kernel. The bound is on events, not ops: an op
+  /// cancelled here, or a socket event that readies a reader and a writer, may go past it. What is
+  /// left stays in the kernel (the CQ ring, epoll's ready list) and makes the next reap return at once.
+  virtual void reap(completion_sink sink, std::optional<std::chrono::nanoseconds> timeout,
+                    std::size_t limit) noexcept = 0;
 
   /// Any thread: makes a reap() in progress, or the next one, return promptly.
   virtual void wake() noexcept = 0;

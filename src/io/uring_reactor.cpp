@@ -189,7 +189,7 @@ void uring_reactor::cancel(io_op& op) noexcept {
   io_uring_sqe_set_data64(sqe, ignored_tag);
 }
 
-void uring_reactor::reap(completion_sink sink, std::optional<std::chrono::nanoseconds> timeout) noexcept {
+void uring_reactor::reap(completion_sink sink, std::optional<std::chrono::nanoseconds> timeout, std::size_t limit) noexcept {
   if (!wake_armed_) {
     arm_wake();
   }
@@ -197,13 +197,13 @@ void uring_reactor::reap(completion_sink sink, std::optional<std::chrono::nanose
     io_uring_submit_and_get_events(&ring_);
   } else {
     io_uring_cqe* cqe = nullptr;
-    __kernel_timespec limit{};
+    __kernel_timespec wait_for{};
     if (timeout) {
-      limit = to_timespec(*timeout);
+      wait_for = to_timespec(*timeout);
     }
-    io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, timeout ? &limit : nullptr, nullptr);
+    io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, timeout ? &wait_for : nullptr, nullptr);
   }
-  report_completions(sink);
+  report_completions(sink, limit);
 }
 
 void uring_reactor::wake() noexcept {
@@ -214,7 +214,7 @@ void uring_reactor::wake() noexcept {
 void uring_reactor::cancel_all_and_reap(completion_sink sink) noexcept {
   draining_ = true;
   detach_all_parked();
-  report_completions(sink);
+  report_completions(sink, SIZE_MAX);
   while (in_flight_ != 0 || armed_ != 0 || wake_armed_) {
     io_uring_sqe* sqe = next_sqe();
     io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
@@ -222,7 +222,7 @@ void uring_reactor::cancel_all_and_reap(completion_sink sink) noexcept {
     io_uring_cqe* cqe = nullptr;
     __kernel_timespec limit = to_timespec(std::chrono::milliseconds(100));
     int result = io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &limit, nullptr);
-    report_completions(sink);
+    report_completions(sink, SIZE_MAX);
     if (result == -EEXIST) {
       break;  // a SINGLE_ISSUER ring reached from a foreign thread: only its owner could drain it
     }
@@ -246,7 +246,7 @@ void uring_reactor::arm_wake() noexcept {
   wake_armed_ = true;
 }
 
-void uring_reactor::report_completions(completion_sink sink) noexcept {
+void uring_reactor::report_completions(completion_sink sink, std::size_t limit) noexcept {
   while (finished_here_ != nullptr) {
     io_op* op = std::exchange(finished_here_, finished_here_->next);
     --in_flight_;
@@ -256,6 +256,9 @@ void uring_reactor::report_completions(completion_sink sink) noexcept {
   unsigned seen = 0;
   io_uring_cqe* cqe = nullptr;
   io_uring_for_each_cqe(&ring_, head, cqe) {
+    if (seen == limit) {
+      break;  // the rest stay in the CQ ring for the next reap
+    }
     ++seen;
     std::uint64_t tag = io_uring_cqe_get_data64(cqe);
     if (tag == ignored_tag) {

@@ -22,7 +22,7 @@ class uring_reactor final : public reactor {
 
   bool submit(io_op& op) noexcept override;
   void cancel(io_op& op) noexcept override;
-  void reap(completion_sink sink, std::optional<std::chrono::nanoseconds> timeout) noexcept override;
+  void reap(completion_sink sink, std::optional<std::chrono::nanoseconds> timeout, std::size_t limit) noexcept override;
   void wake() noexcept override;
   void cancel_all_and_reap(completion_sink sink) noexcept override;
   io_backend kind() const noexcept override { return io_backend::io_uring; }
@@ -44,7 +44,8 @@ class uring_reactor final : public reactor {
   // uring_reactor.cpp
   io_uring_sqe* next_sqe(unsigned room = 1) noexcept;
   void arm_wake() noexcept;
-  void report_completions(completion_sink sink) noexcept;
+  /// Reports the ops finished without the kernel, then those of at most `limit` CQEs.
+  void report_completions(completion_sink sink, std::size_t limit) noexcept;
   void prep_single(io_op& op) noexcept;
   /// Adds `change` to the requests the kernel holds on `fd` (issued +1, CQE seen -1).
   void count_in_kernel(int fd, int change) noexcept {

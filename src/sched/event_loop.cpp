@@ -56,7 +56,7 @@ class event_loop::running_scope {
 event_loop::event_loop() : event_loop(io_backend::automatic) {}
 
 event_loop::event_loop(io_backend backend)
-    : io_(*parker_, *this, backend, false),
+    : io_(*parker_, *this, backend, false, SIZE_MAX),
       posts_(parker_),
       errors_(std::make_shared<detail::loop_errors>()),
       sink_(std::make_shared<const detail::failure_sink>([errors = errors_](std::exception_ptr failure) {
@@ -198,7 +198,7 @@ void event_loop::rethrow_pending_error() {
 // One round: due timers, a batch of ready coroutines, then a batch of posted functors. Returns how
 // many of those it ran.
 std::size_t event_loop::run_one_round() {
-  io_.poll();
+  io_.poll(SIZE_MAX);  // the ready queue grows: no room to respect
   std::size_t fired = timers_.fire_due();
   std::size_t resumed = 0;
   for (; resumed < ready_batch && !ready_.empty(); ++resumed) {

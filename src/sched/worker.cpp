@@ -1,6 +1,7 @@
 // One runtime worker; the design note is in worker.hpp.
 #include "worker.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 
@@ -17,6 +18,7 @@ constexpr std::uint64_t maintenance_interval = 61;
 constexpr std::chrono::microseconds reactor_spin{50};
 constexpr auto chain_bound = std::chrono::milliseconds(1);
 constexpr std::size_t inject_batch = worker::queue_capacity / 2;
+constexpr std::size_t min_reap = 16;
 
 std::coroutine_handle<> as_handle(void* address) noexcept { return std::coroutine_handle<>::from_address(address); }
 
@@ -28,7 +30,7 @@ bool is_due(std::optional<timer_queue::clock::duration> until_timer) noexcept {
 worker::worker(scheduler& owner, std::size_t index, io_backend backend) noexcept
     : owner_(owner),
       index_(index),
-      io_(parker_, owner, backend, true),
+      io_(parker_, owner, backend, true, queue_capacity),
       chain_clock_(chain_bound),
       random_state_(static_cast<std::uint32_t>(index * 2654435761u + 1)) {}
 
@@ -121,7 +123,7 @@ void worker::overflow_to_inject(std::coroutine_handle<> handle) {
 std::coroutine_handle<> worker::next_task() {
   ++tick_;
   if (tick_ % maintenance_interval == 0) {
-    io_.maintain();
+    io_.maintain(std::max(queue_room(), min_reap));
     fire_due_timers();
     if (auto from_inject = take_from_inject()) {
       return from_inject;
@@ -171,7 +173,7 @@ std::coroutine_handle<> worker::next_in_chain() {
 // Takes a batch from the injection queue: runs the first, queues the rest locally.
 std::coroutine_handle<> worker::take_from_inject() {
   void* batch[inject_batch];
-  std::size_t count = owner_.inject().pop_batch(batch, inject_batch);
+  std::size_t count = owner_.inject().pop_batch(batch, std::min(inject_batch, queue_room() + 1));
   for (std::size_t i = 1; i < count; ++i) {
     push_back(as_handle(batch[i]));
   }
@@ -229,7 +231,7 @@ bool worker::spin_on_reactor() {
   }
   const auto give_up = std::chrono::steady_clock::now() + reactor_spin;
   do {
-    io_.poll();
+    io_.poll(queue_room());
     if (lifo_ || after_lifo_ || has_queued_work() || owner_.work_visible() || is_due(timers_.time_until_earliest())) {
       return true;
     }

@@ -46,7 +46,11 @@
 //   parks with a task in a slot.
 // I/O: the worker's reactor (io_slot.hpp) is its idle wait once the thread has done I/O; the worker
 //   also reaps it without blocking on a maintenance tick unless a park reaped it since the previous
-//   tick (io_slot::maintain), so a busy worker still sees completions.
+//   tick (io_slot::maintain), so a busy worker still sees completions. A reap takes no more
+//   completions than the local queue has room for (io_slot.hpp, "Reap bound"), and a batch from the
+//   injection queue no more than that room plus the task it runs: neither overflows the queue back
+//   into the injection queue. A maintenance reap takes at least min_reap even from a full queue, so
+//   tasks that keep the queue full (yielding, or waking each other) cannot hold I/O back.
 // Shutdown: when the scheduler is draining, a worker that finds no work (or passes the drain deadline)
 //   leaves its loop instead of parking, then cancels and reaps its reactor's operations on its own
 //   thread (io_uring SINGLE_ISSUER) before the scheduler destroys any frame. Handles left in the
@@ -112,6 +116,8 @@ class worker {
   void push_back(std::coroutine_handle<> handle);
   void push_back_and_notify(std::coroutine_handle<> handle);
   void overflow_to_inject(std::coroutine_handle<> handle);
+  /// This worker's thread: free places in the local queue (a steal meanwhile only adds room).
+  std::size_t queue_room() const noexcept { return queue_capacity - queue_.size(); }
   bool fire_due_timers();
   std::size_t random_below(std::size_t bound) noexcept;
 
