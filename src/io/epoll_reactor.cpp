@@ -20,19 +20,23 @@
 //   A descriptor number is reused after close(), and the kernel drops a closed file from every epoll
 //   set by itself, so a stale "registered" flag would leave the next socket with that number
 //   unregistered and its ops asleep forever. Every corio socket closes through close_socket(), which
-//   first bumps a process-wide generation for that number; an entry whose generation is stale is
+//   first bumps a process-wide generation for that number (fd_records.hpp); an entry whose generation is stale is
 //   registered again (EPOLL_CTL_ADD, or MOD if the file is in fact still there). Ops still waiting in
 //   a stale entry belong to the closed socket: they end with -ECANCELED then, never retried on the
 //   new one. A close on a thread that runs a reactor first tells it (forget), which ends that
 //   socket's waiting ops at once.
+// Closed on another thread (fd_records.hpp, "Watcher"): an op that parks notes this reactor as the
+//   number's watcher; a close elsewhere queues (fd, generation) through forget_elsewhere(), and the
+//   reactor ends the waiters of an entry still at that generation at the start of its next reap and
+//   right after its wait (an entry already watching a newer socket with that number is left alone:
+//   its watch() ended the old waiters).
 // Cancellation: cancel() unlinks the op, gives it -ECANCELED and keeps it for the next reap(), which
 //   then does not block. Shutdown (cancel_all_and_reap): 1. every waiting op is unlinked and reported
 //   with -ECANCELED; 2. the cancelled ops not yet reported are reported. The kernel never held a
 //   pointer to user memory, so nothing is waited for.
 // Wake-up: an eventfd in the set (level-triggered); reap() reads it to reset it.
-// Threads: owning thread only, except wake() and close_socket() (any thread; the generation table is
-//   atomics, relaxed: the close itself orders nothing for us, the re-check is a heuristic made exact by
-//   the fact that a number is reused only after the close that bumped it returned).
+// Threads: owning thread only, except wake() and forget_elsewhere() (any thread; the latter under the
+//   registry mutex, which guards forget_requests_).
 // Rejected: EPOLLONESHOT re-armed per wait (an epoll_ctl per EAGAIN, ~20% more syscalls per echo);
 //   level-triggered (an fd with unread data and no waiter would end every epoll_wait at once).
 #include <sys/epoll.h>
@@ -42,55 +46,21 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <new>
 #include <system_error>
+#include <utility>
 #include <vector>
 
-#include <corio/detail/io_slot.hpp>
-
+#include "io/fd_records.hpp"
 #include "io/reactor.hpp"
 
 namespace corio::detail {
 namespace {
-
-// Process-wide generation per descriptor number: 1024 lazily allocated chunks of 1024 counters
-// (numbers up to 2^20; larger ones are never marked stale and rely on EPOLL_CTL_ADD's EEXIST).
-constexpr std::size_t chunk_size = 1024;
-constexpr std::size_t chunk_count = 1024;
-std::array<std::atomic<std::atomic<std::uint32_t>*>, chunk_count> generation_chunks{};
-
-std::atomic<std::uint32_t>* generation_slot(int fd, bool create) noexcept {
-  auto index = static_cast<std::size_t>(fd);
-  if (index >= chunk_size * chunk_count) {
-    return nullptr;
-  }
-  auto& chunk = generation_chunks[index / chunk_size];
-  std::atomic<std::uint32_t>* counters = chunk.load(std::memory_order_acquire);
-  if (counters == nullptr) {
-    if (!create) {
-      return nullptr;
-    }
-    auto* fresh = new (std::nothrow) std::atomic<std::uint32_t>[chunk_size]();
-    if (fresh == nullptr) {
-      return nullptr;
-    }
-    if (chunk.compare_exchange_strong(counters, fresh, std::memory_order_acq_rel)) {
-      counters = fresh;  // kept for the process's life, like the descriptor table it mirrors
-    } else {
-      delete[] fresh;
-    }
-  }
-  return &counters[index % chunk_size];
-}
-
-std::uint32_t generation_of(int fd) noexcept {
-  std::atomic<std::uint32_t>* slot = generation_slot(fd, true);
-  return slot != nullptr ? slot->load(std::memory_order_relaxed) : 0;
-}
 
 constexpr std::uint64_t wake_tag = UINT64_MAX;
 constexpr std::size_t max_events = 256;
@@ -196,6 +166,7 @@ struct op_list {
 struct fd_entry {
   op_list readers;
   op_list writers;
+  fd_record* record = nullptr;  // the number's process-wide record (null above 2^20)
   std::uint32_t generation = 0;
   bool registered = false;
   // What the last syscall or event says of each direction; false: the next op waits for an event
@@ -229,11 +200,28 @@ class epoll_reactor final : public reactor {
       }
       throw std::system_error(error, std::system_category(), "corio: epoll backend: eventfd");
     }
+    try {
+      id_ = enroll(*this);
+    } catch (...) {
+      ::close(epoll_fd_);
+      ::close(wake_fd_);
+      throw;
+    }
   }
 
   ~epoll_reactor() override {
+    withdraw(*this);  // from here no close on another thread reaches this reactor
     ::close(epoll_fd_);
     ::close(wake_fd_);
+  }
+
+  void forget_elsewhere(int fd, std::uint32_t generation) noexcept override {
+    try {
+      forget_requests_.push_back({fd, generation});
+    } catch (const std::bad_alloc&) {
+      return;  // its waiters end when the number is next watched here, or at shutdown
+    }
+    forget_requested_.store(true, std::memory_order_release);
   }
 
   bool submit(io_op& op) noexcept override {
@@ -258,6 +246,7 @@ class epoll_reactor final : public reactor {
       (reader ? entry->readable : entry->writable) = false;
     }
     (reader ? entry->readers : entry->writers).push(op);
+    note_watcher(entry->record, id_);
     return false;
   }
 
@@ -270,11 +259,13 @@ class epoll_reactor final : public reactor {
   }
 
   void reap(completion_sink sink, std::optional<std::chrono::nanoseconds> timeout, std::size_t limit) noexcept override {
+    take_forget_requests();
     if (finished_.head != nullptr) {
       timeout = std::chrono::nanoseconds::zero();
     }
     epoll_event events[max_events];
     int count = wait(events, std::clamp<std::size_t>(limit, 1, max_events), timeout);
+    take_forget_requests();  // a close on another thread may be what woke us
     for (int i = 0; i < count; ++i) {
       const epoll_event& event = events[i];
       if (event.data.u64 == wake_tag) {
@@ -329,7 +320,10 @@ class epoll_reactor final : public reactor {
       fds_.resize(std::max(index + 1, fds_.size() * 2));
     }
     fd_entry& entry = fds_[index];
-    std::uint32_t generation = generation_of(fd);
+    if (entry.record == nullptr) {
+      entry.record = record_of(fd, true);
+    }
+    std::uint32_t generation = generation_in(entry.record);
     if (entry.registered && entry.generation == generation) {
       return 0;
     }
@@ -402,30 +396,39 @@ class epoll_reactor final : public reactor {
       return nullptr;
     }
     fd_entry& entry = fds_[index];
-    return entry.registered && entry.generation == generation_of(fd) ? &entry : nullptr;
+    return entry.registered && entry.generation == generation_in(entry.record) ? &entry : nullptr;
+  }
+
+  // The forget requests close_socket() posted from other threads (see "Closed on another thread").
+  void take_forget_requests() noexcept {
+    if (!forget_requested_.load(std::memory_order_acquire)) {
+      return;
+    }
+    std::vector<std::pair<int, std::uint32_t>> requests;
+    {
+      std::lock_guard lock(registry_mutex());
+      requests.swap(forget_requests_);
+      forget_requested_.store(false, std::memory_order_relaxed);
+    }
+    for (auto [fd, generation] : requests) {
+      auto index = static_cast<std::size_t>(fd);
+      if (index < fds_.size() && fds_[index].registered && fds_[index].generation == generation) {
+        finish_waiting(fds_[index]);
+        fds_[index].registered = false;  // its file is closed: the number's next socket registers afresh
+      }
+    }
   }
 
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
   std::vector<fd_entry> fds_;
   op_list finished_;  // done (cancelled, or retried after an event), reported at the end of reap()
+  std::vector<std::pair<int, std::uint32_t>> forget_requests_;  // (fd, generation); registry mutex
+  std::atomic<bool> forget_requested_{false};  // forget_requests_ is not empty (a hint, re-checked under the mutex)
 };
 
 }  // namespace
 
 std::unique_ptr<reactor> make_epoll_reactor() { return std::make_unique<epoll_reactor>(); }
-
-void close_socket(int fd) noexcept {
-  if (fd < 0) {
-    return;
-  }
-  if (io_slot* here = current_io_slot) {
-    here->forget(fd);  // ops this thread's reactor holds on the socket end now, before the number can be reused
-  }
-  if (std::atomic<std::uint32_t>* slot = generation_slot(fd, false)) {
-    slot->fetch_add(1, std::memory_order_relaxed);
-  }
-  ::close(fd);
-}
 
 }  // namespace corio::detail

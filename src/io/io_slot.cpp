@@ -200,6 +200,8 @@ bool io_slot::link_deadline(io_op& op, std::chrono::steady_clock::time_point dea
   return true;
 }
 
+std::uint32_t io_slot::reactor_id() const noexcept { return reactor_ != nullptr ? reactor_->id() : 0; }
+
 std::uint64_t io_slot::linked_timeouts() const noexcept {
   return reactor_ != nullptr ? reactor_->linked_timeouts() : 0;
 }

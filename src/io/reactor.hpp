@@ -49,6 +49,13 @@ class reactor {
   /// waiting on it with -ECANCELED (epoll: the fd's waiters; io_uring keeps them on the socket's
   /// io_source, whose release() ends them).
   virtual void forget(int) noexcept {}
+  /// A thread closing `fd` that is not this reactor's, just before the close, under registry_mutex()
+  /// (fd_records.hpp, "Watcher"): queues what ends the requests this reactor holds on that socket
+  /// (the one of `generation`), which it does at its next reap; the caller then wakes it.
+  virtual void forget_elsewhere(int fd, std::uint32_t generation) noexcept = 0;
+
+  /// This reactor's id in the registry and in fd_record::watcher (fd_records.hpp).
+  std::uint32_t id() const noexcept { return id_; }
 
   /// Whether submit(op) would serve `op` from its socket's multishot state (io_source.hpp), which
   /// must then be homed at this reactor (claim_home).
@@ -83,6 +90,9 @@ class reactor {
   virtual std::uint64_t linked_timeouts() const noexcept { return 0; }
   /// Sockets in the reactor's registered file table now (io_uring); for tests.
   virtual std::size_t registered_files() const noexcept { return 0; }
+
+ protected:
+  std::uint32_t id_ = 0;  // enroll()ed by each backend's constructor, withdrawn by its destructor
 };
 
 /// Creates a reactor on the calling thread (it becomes the owning thread). `requested` automatic

@@ -37,6 +37,15 @@
 //   kernel compares files, so requests on the socket's registered file match too), submitted at once,
 //   while the number still names the socket. `in_kernel_by_fd_` counts the requests issued on each
 //   number whose CQE has not been seen, so the usual close, with nothing in the kernel, costs nothing.
+// A socket closed on another thread: one with an io_source (a stream or listener served by
+//   multishot) is shut down by its release there, which ends its requests (uring_source.cpp,
+//   "Release from another thread"). For the others (UDP sockets, sockets without multishot), the
+//   first request in the kernel on a number notes this reactor as its watcher (fd_records.hpp,
+//   "Watcher"); a close elsewhere hands over a duplicate of the descriptor (forget_elsewhere, on the
+//   closing thread, before the close), and the next reap submits an ASYNC_CANCEL_FD on it and then
+//   closes the duplicate: the cancel names the closed socket's file even if its number already
+//   names another socket. Nothing else touches the ring off its thread (SINGLE_ISSUER). Sockets
+//   with an io_source skip the note, so an echo's sends pay one comparison for all this.
 // Shutdown (cancel_all_and_reap), in order:
 //   0. complete every op parked on a source's queue with -ECANCELED (no kernel request holds it);
 //   1. queue ASYNC_CANCEL_ANY (every request of this ring, the wake read and multishots included);
@@ -48,14 +57,18 @@
 //   (uring_source.cpp); their CQEs carry the source's address with bit 1 set.
 // Invariants: `in_flight_` counts ops submitted (or parked on a source) and not yet reported; `wake_armed_` says whether the
 //   wake read is in the kernel. Owning thread only, except wake().
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <mutex>
+#include <new>
 #include <system_error>
 #include <utility>
 
+#include "io/fd_records.hpp"
 #include "io/uring_reactor.hpp"
 
 namespace corio::detail {
@@ -104,10 +117,21 @@ uring_reactor::uring_reactor(bool thread_bound) {
     io_uring_queue_exit(&ring_);
     throw std::system_error(error, std::system_category(), "corio: io_uring backend: eventfd");
   }
+  try {
+    id_ = enroll(*this);
+  } catch (...) {
+    io_uring_queue_exit(&ring_);
+    ::close(wake_fd_);
+    throw;
+  }
   setup_buffers();
 }
 
 uring_reactor::~uring_reactor() {
+  withdraw(*this);  // from here no close on another thread reaches this reactor
+  for (int kept : closed_elsewhere_) {
+    ::close(kept);
+  }
   cancel_all_and_reap({[](void*, io_op&) noexcept {}, nullptr});  // nothing left unless misused
   teardown_buffers();
   io_uring_queue_exit(&ring_);
@@ -126,6 +150,9 @@ bool uring_reactor::submit(io_op& op) noexcept {
 void uring_reactor::prep_single(io_op& op) noexcept {
   io_uring_sqe* sqe = next_sqe(op.link_deadline ? 2 : 1);  // a linked pair: both in one submission
   count_in_kernel(op.fd, 1);
+  if (op.source == nullptr) [[unlikely]] {
+    note_request_without_source(op.fd);
+  }
   switch (op.kind) {
     case io_kind::recv:
       io_uring_prep_recv(sqe, op.fd, op.buffer, op.length, 0);
@@ -169,6 +196,13 @@ void uring_reactor::count_in_kernel_slow(int fd, int change) noexcept {
   in_kernel_by_fd_[index] += static_cast<std::uint32_t>(change);
 }
 
+void uring_reactor::note_request_without_source(int fd) noexcept {
+  auto index = static_cast<std::size_t>(fd);
+  if (fd >= 0 && index < in_kernel_by_fd_.size() && in_kernel_by_fd_[index] == 1) {
+    note_watcher(record_of(fd, true), id_);  // its first request in the kernel: see "A socket closed on another thread"
+  }
+}
+
 void uring_reactor::forget(int fd) noexcept {
   auto index = static_cast<std::size_t>(fd);
   if (fd < 0 || index >= in_kernel_by_fd_.size() || in_kernel_by_fd_[index] == 0) {
@@ -178,6 +212,41 @@ void uring_reactor::forget(int fd) noexcept {
   io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);  // matches requests on its registered file too
   io_uring_sqe_set_data64(sqe, ignored_tag);
   io_uring_submit(&ring_);  // now: after the close() that follows, the number names nothing (or another socket)
+}
+
+void uring_reactor::forget_elsewhere(int fd, std::uint32_t) noexcept {
+  int kept = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);  // the socket's file, whatever the number names after the close
+  if (kept < 0) {
+    return;  // out of descriptors: its requests end at shutdown
+  }
+  try {
+    closed_elsewhere_.push_back(kept);
+  } catch (const std::bad_alloc&) {
+    ::close(kept);
+    return;
+  }
+  closed_elsewhere_requested_.store(true, std::memory_order_release);
+}
+
+void uring_reactor::cancel_closed_elsewhere() noexcept {
+  if (!closed_elsewhere_requested_.load(std::memory_order_acquire)) {
+    return;
+  }
+  std::vector<int> kept;
+  {
+    std::lock_guard lock(registry_mutex());
+    kept.swap(closed_elsewhere_);
+    closed_elsewhere_requested_.store(false, std::memory_order_relaxed);
+  }
+  for (int each : kept) {
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_cancel_fd(sqe, each, IORING_ASYNC_CANCEL_ALL);
+    io_uring_sqe_set_data64(sqe, ignored_tag);
+  }
+  io_uring_submit(&ring_);  // each cancel now holds the socket's file itself
+  for (int each : kept) {
+    ::close(each);
+  }
 }
 
 void uring_reactor::cancel(io_op& op) noexcept {
@@ -190,6 +259,7 @@ void uring_reactor::cancel(io_op& op) noexcept {
 }
 
 void uring_reactor::reap(completion_sink sink, std::optional<std::chrono::nanoseconds> timeout, std::size_t limit) noexcept {
+  cancel_closed_elsewhere();
   if (!wake_armed_) {
     arm_wake();
   }
@@ -203,6 +273,7 @@ void uring_reactor::reap(completion_sink sink, std::optional<std::chrono::nanose
     }
     io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, timeout ? &wait_for : nullptr, nullptr);
   }
+  cancel_closed_elsewhere();  // a close on another thread may be what woke us
   report_completions(sink, limit);
 }
 

@@ -4,6 +4,7 @@
 #include <liburing.h>
 #include <sys/eventfd.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -39,6 +40,8 @@ class uring_reactor final : public reactor {
   /// Cancels the requests the kernel holds on `fd` (a socket closed under them), submitted at once,
   /// while the descriptor still names the socket.
   void forget(int fd) noexcept override;
+  /// Any thread, under registry_mutex(): keeps a duplicate of `fd` for cancel_closed_elsewhere().
+  void forget_elsewhere(int fd, std::uint32_t generation) noexcept override;
 
  private:
   // uring_reactor.cpp
@@ -57,6 +60,12 @@ class uring_reactor final : public reactor {
     }
   }
   void count_in_kernel_slow(int fd, int change) noexcept;
+  /// Just issued a request on `fd`, a socket without an io_source: on its first one in the kernel,
+  /// notes this reactor as the number's watcher (fd_records.hpp).
+  void note_request_without_source(int fd) noexcept;
+  /// The start of a reap, and right after its wait: cancels the requests on sockets closed on other
+  /// threads (forget_elsewhere).
+  void cancel_closed_elsewhere() noexcept;
 
   // uring_source.cpp
   void setup_buffers() noexcept;
@@ -88,6 +97,8 @@ class uring_reactor final : public reactor {
   eventfd_t wake_buffer_ = 0;
   std::size_t in_flight_ = 0;  // ops submitted (or parked on a source) and not yet reported
   std::vector<std::uint32_t> in_kernel_by_fd_;  // requests issued on each descriptor number, CQE not yet seen
+  std::vector<int> closed_elsewhere_;  // duplicates of sockets closed on other threads; registry_mutex()
+  std::atomic<bool> closed_elsewhere_requested_{false};  // closed_elsewhere_ may be non-empty
   bool wake_armed_ = false;
   bool draining_ = false;
   std::uint64_t linked_timeouts_ = 0;

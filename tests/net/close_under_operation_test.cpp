@@ -1,8 +1,8 @@
 // Closing a socket while one of its operations is pending (a misuse, as for a descriptor) ends that
-// operation with operation_canceled instead of leaving it waiting forever, on both backends; and a
+// operation with operation_canceled instead of leaving it waiting forever, on both backends, whether
+// the close is made on the operation's thread or on another one (fd_records.hpp, "Watcher"); and a
 // socket closed on another thread never lets its pending read see the input of the socket that
-// reuses its descriptor number (io_uring ends that read at once; epoll when an operation next waits
-// on the number, or at shutdown).
+// reuses its descriptor number.
 #include <corio/event_loop.hpp>
 #include <corio/join_handle.hpp>
 #include <corio/net/tcp_listener.hpp>
@@ -43,10 +43,30 @@ corio::task<T> close_and_join(Socket& socket, corio::join_handle<T> pending) {
   co_return co_await corio::with_timeout(5s, std::move(pending));
 }
 
+/// The same with the close made on a thread of its own, which runs no loop or runtime.
+template <class Socket, class T>
+corio::task<T> close_elsewhere_and_join(Socket& socket, corio::join_handle<T> pending) {
+  std::thread([&] { socket.close(); }).join();
+  co_return co_await corio::with_timeout(5s, std::move(pending));
+}
+
 corio::task<std::error_code> read_once(tcp_stream& stream) {
   std::byte buffer[16];
   std::error_code error;
   co_await stream.read_some(buffer, error);
+  co_return error;
+}
+
+corio::task<std::error_code> accept_once(tcp_listener& listener) {
+  std::error_code error;
+  co_await listener.accept(error);
+  co_return error;
+}
+
+corio::task<std::error_code> receive_once(corio::net::udp_socket& socket) {
+  std::byte buffer[64];
+  std::error_code error;
+  co_await socket.recv_from(buffer, error);
   co_return error;
 }
 
@@ -78,11 +98,7 @@ TYPED_TEST(close_under_operation, closing_a_stream_ends_its_pending_read_with_op
 TYPED_TEST(close_under_operation, closing_a_listener_ends_its_pending_accept_with_operation_canceled) {
   run_on_loop(TestFixture::backend, []() -> corio::task<void> {
     auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
-    auto acceptor = corio::spawn([](tcp_listener& on) -> corio::task<std::error_code> {
-      std::error_code error;
-      co_await on.accept(error);
-      co_return error;
-    }(listener));
+    auto acceptor = corio::spawn(accept_once(listener));
     co_await corio::sleep_for(20ms);
     std::error_code error = co_await close_and_join(listener, std::move(acceptor));
     EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
@@ -131,12 +147,7 @@ TYPED_TEST(close_under_operation, a_write_under_a_deadline_closed_under_is_cance
 TYPED_TEST(close_under_operation, closing_a_udp_socket_ends_its_pending_receive_with_operation_canceled) {
   run_on_loop(TestFixture::backend, []() -> corio::task<void> {
     auto socket = corio::net::udp_socket::bind(endpoint::loopback_v4(0));
-    auto receiver = corio::spawn([](corio::net::udp_socket& on) -> corio::task<std::error_code> {
-      std::byte buffer[64];
-      std::error_code error;
-      co_await on.recv_from(buffer, error);
-      co_return error;
-    }(socket));
+    auto receiver = corio::spawn(receive_once(socket));
     co_await corio::sleep_for(20ms);
     std::error_code error = co_await close_and_join(socket, std::move(receiver));
     EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
@@ -171,6 +182,36 @@ TYPED_TEST(close_under_operation, a_stream_closed_on_another_thread_never_reads_
     EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
     fresh.close();
     co_await std::move(echo);
+  });
+}
+
+TYPED_TEST(close_under_operation, a_stream_closed_on_another_thread_ends_its_pending_read_at_once) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto [client, server] = co_await connected_pair();
+    auto reader = corio::spawn(read_once(server));
+    co_await corio::sleep_for(20ms);
+    std::error_code error = co_await close_elsewhere_and_join(server, std::move(reader));
+    EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
+  });
+}
+
+TYPED_TEST(close_under_operation, a_listener_closed_on_another_thread_ends_its_pending_accept_at_once) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
+    auto acceptor = corio::spawn(accept_once(listener));
+    co_await corio::sleep_for(20ms);
+    std::error_code error = co_await close_elsewhere_and_join(listener, std::move(acceptor));
+    EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
+  });
+}
+
+TYPED_TEST(close_under_operation, a_udp_socket_closed_on_another_thread_ends_its_pending_receive_at_once) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto socket = corio::net::udp_socket::bind(endpoint::loopback_v4(0));
+    auto receiver = corio::spawn(receive_once(socket));
+    co_await corio::sleep_for(20ms);
+    std::error_code error = co_await close_elsewhere_and_join(socket, std::move(receiver));
+    EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
   });
 }
 

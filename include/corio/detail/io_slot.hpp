@@ -129,6 +129,9 @@ class io_slot final : private park_backend {
   /// it an error for that operation instead of a wait that never ends).
   void forget(int fd) noexcept;
 
+  /// Owning thread. The id of this slot's reactor in the reactor registry, or 0 if it has none yet.
+  std::uint32_t reactor_id() const noexcept;
+
   /// Whether `other` is a slot of the same executor (another worker of one runtime, or this one).
   bool shares_executor_with(const io_slot& other) const noexcept { return &owner_ == &other.owner_; }
 

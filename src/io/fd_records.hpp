@@ -1,0 +1,64 @@
+#pragma once
+// What a socket's close must tell the reactors: a process-wide record per descriptor number, and
+// the registry of live reactors; close_socket() (fd_records.cpp) is their one user outside the
+// reactors.
+//
+// Design note.
+// Generation: close_socket() bumps the number's generation before close(). The epoll backend keeps
+//   per number whether it registered the socket with its epoll set, and a stale generation tells it
+//   that socket is gone (epoll_reactor.cpp, "The fd table").
+// Watcher: the id of the reactor that last left a request waiting on the number (epoll: an op
+//   parked for readiness; io_uring: the first request in the kernel on it). Set by that reactor's
+//   thread with a relaxed load, and a store only when it changes. close_socket() takes it out of the
+//   record (exchange with 0); if it names a reactor other than the closing thread's own (whose
+//   forget() already ended its requests), the closing thread calls that reactor's
+//   forget_elsewhere() under the registry mutex, before the close, and wakes it: the reactor then
+//   ends its requests on the socket at its next reap (epoll: the waiters of an entry still at the
+//   closed socket's generation; io_uring: an ASYNC_CANCEL on a duplicate of the descriptor taken
+//   before the close, so the cancel names that socket's file whatever the number names later).
+//   A reactor that left no request on the number since it was last cleared is never disturbed.
+// Registry: live reactors with their ids, under one mutex, which also guards each reactor's list
+//   of requests from other threads. Touched by reactor construction and destruction, closes that
+//   find a foreign watcher, and reactors taking such requests: never per operation. A reactor leaves
+//   it before it closes its wake-up eventfd, so a close never wakes a destroyed reactor. Ids count
+//   up from 1 (0: no watcher) and are not reused before 2^32 reactors, so a request meant for a
+//   destroyed reactor finds nobody instead of a stranger.
+// Threads: the records are atomics, relaxed: the close itself orders nothing for us; a number is
+//   reused only after the close that bumped its generation returned. Everything else under the mutex.
+// Numbers above 2^20 have no record: never marked stale (EPOLL_CTL_ADD's EEXIST catches them) and
+//   never reached by a close on another thread.
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+namespace corio::detail {
+
+class reactor;
+
+struct fd_record {
+  std::atomic<std::uint32_t> generation{0};  // bumped by every close_socket() of the number
+  std::atomic<std::uint32_t> watcher{0};     // the reactor that last left a request on it, or 0
+};
+
+/// The record of `fd`, created on first use if `create`; null above 2^20 (or if memory ran out).
+fd_record* record_of(int fd, bool create) noexcept;
+
+inline std::uint32_t generation_in(const fd_record* record) noexcept {
+  return record != nullptr ? record->generation.load(std::memory_order_relaxed) : 0;
+}
+
+/// The owning thread of reactor `self`: it leaves a request waiting on the record's number.
+inline void note_watcher(fd_record* record, std::uint32_t self) noexcept {
+  if (record != nullptr && record->watcher.load(std::memory_order_relaxed) != self) {
+    record->watcher.store(self, std::memory_order_relaxed);
+  }
+}
+
+/// Adds `self` to the registry and returns its id (throws std::bad_alloc); withdraw() removes it.
+std::uint32_t enroll(reactor& self);
+void withdraw(reactor& self) noexcept;
+
+/// Guards the reactors' lists of requests from closing threads (held during forget_elsewhere()).
+std::mutex& registry_mutex() noexcept;
+
+}  // namespace corio::detail
