@@ -195,6 +195,23 @@ TYPED_TEST(close_under_operation, a_stream_closed_on_another_thread_ends_its_pen
   });
 }
 
+TYPED_TEST(close_under_operation, a_stream_closed_on_another_loop_ends_its_pending_read_at_once) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto [client, server] = co_await connected_pair();
+    auto reader = corio::spawn(read_once(server));
+    co_await corio::sleep_for(20ms);
+    std::thread([&] {
+      // Another loop whose own reactor does I/O first: the close there must still reach ours.
+      run_on_loop(TestFixture::backend, [&]() -> corio::task<void> {
+        auto [other_client, other_server] = co_await connected_pair();
+        server.close();
+      });
+    }).join();
+    std::error_code error = co_await corio::with_timeout(5s, std::move(reader));
+    EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
+  });
+}
+
 TYPED_TEST(close_under_operation, a_listener_closed_on_another_thread_ends_its_pending_accept_at_once) {
   run_on_loop(TestFixture::backend, []() -> corio::task<void> {
     auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
