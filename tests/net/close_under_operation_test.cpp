@@ -57,6 +57,26 @@ corio::task<std::error_code> read_once(tcp_stream& stream) {
   co_return error;
 }
 
+corio::task<std::error_code> write_everything(tcp_stream& stream, std::span<const std::byte> data) {
+  std::error_code error;
+  co_await stream.write_all(data, error);
+  co_return error;
+}
+
+/// Starts a write of 64 MiB (more than both socket buffers hold) from `server` to `client`, which never
+/// reads: the write waits for room, held by the kernel on io_uring. `data` keeps the bytes.
+corio::task<corio::join_handle<std::error_code>> start_blocked_write(tcp_stream& client, tcp_stream& server,
+                                                                     std::vector<std::byte>& data) {
+  co_await client.write_all(bytes("x"));  // the server reads once: on io_uring its sends then use a registered file
+  std::byte first[1];
+  co_await server.read_some(first);
+  data.assign(64 * 1024 * 1024, std::byte{'x'});
+  auto writer = corio::spawn(write_everything(server, data));
+  co_await corio::sleep_for(50ms);
+  EXPECT_FALSE(writer.is_finished());
+  co_return writer;
+}
+
 corio::task<std::error_code> accept_once(tcp_listener& listener) {
   std::error_code error;
   co_await listener.accept(error);
@@ -108,17 +128,8 @@ TYPED_TEST(close_under_operation, closing_a_listener_ends_its_pending_accept_wit
 TYPED_TEST(close_under_operation, closing_a_stream_ends_a_write_the_kernel_holds_with_operation_canceled) {
   run_on_loop(TestFixture::backend, []() -> corio::task<void> {
     auto [client, server] = co_await connected_pair();
-    co_await client.write_all(bytes("x"));  // the server reads once: on io_uring its sends then use a registered file
-    std::byte first[1];
-    co_await server.read_some(first);
-    std::vector<std::byte> data(64 * 1024 * 1024, std::byte{'x'});  // more than both socket buffers hold
-    auto writer = corio::spawn([](tcp_stream& stream, std::span<const std::byte> bytes) -> corio::task<std::error_code> {
-      std::error_code error;
-      co_await stream.write_all(bytes, error);
-      co_return error;
-    }(server, data));
-    co_await corio::sleep_for(50ms);  // the client never reads: the write waits for room
-    EXPECT_FALSE(writer.is_finished());
+    std::vector<std::byte> data;
+    auto writer = co_await start_blocked_write(client, server, data);
     std::error_code error = co_await close_and_join(server, std::move(writer));
     EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
   });
@@ -229,6 +240,22 @@ TYPED_TEST(close_under_operation, a_udp_socket_closed_on_another_thread_ends_its
     co_await corio::sleep_for(20ms);
     std::error_code error = co_await close_elsewhere_and_join(socket, std::move(receiver));
     EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
+  });
+}
+
+TYPED_TEST(close_under_operation, a_stream_closed_on_another_thread_ends_a_write_the_kernel_holds_at_once) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto [client, server] = co_await connected_pair();
+    std::vector<std::byte> data;
+    auto writer = co_await start_blocked_write(client, server, data);
+    std::error_code error = co_await close_elsewhere_and_join(server, std::move(writer));
+    if (TestFixture::backend == corio::io_backend::io_uring) {
+      // The close shuts the stream down (its registered file keeps it open until its home lets go),
+      // which ends the write with EPIPE: in the README's Limitations.
+      EXPECT_TRUE(error == std::errc::operation_canceled || error == std::errc::broken_pipe) << error.message();
+    } else {
+      EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
+    }
   });
 }
 
