@@ -36,7 +36,7 @@
 //   pointer to user memory, so nothing is waited for.
 // Wake-up: an eventfd in the set (level-triggered); reap() reads it to reset it.
 // Threads: owning thread only, except wake() and forget_elsewhere() (any thread; the latter under the
-//   registry mutex, which guards forget_requests_).
+//   registry mutex, which guards forget_requests_'s list).
 // Rejected: EPOLLONESHOT re-armed per wait (an epoll_ctl per EAGAIN, ~20% more syscalls per echo);
 //   level-triggered (an fd with unread data and no waiter would end every epoll_wait at once).
 #include <sys/epoll.h>
@@ -46,12 +46,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <memory>
-#include <mutex>
-#include <new>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -216,12 +213,8 @@ class epoll_reactor final : public reactor {
   }
 
   void forget_elsewhere(int fd, std::uint32_t generation) noexcept override {
-    try {
-      forget_requests_.push_back({fd, generation});
-    } catch (const std::bad_alloc&) {
-      return;  // its waiters end when the number is next watched here, or at shutdown
-    }
-    forget_requested_.store(true, std::memory_order_release);
+    // If memory ran out, its waiters end when the number is next watched here, or at shutdown.
+    forget_requests_.push({fd, generation});
   }
 
   bool submit(io_op& op) noexcept override {
@@ -304,8 +297,7 @@ class epoll_reactor final : public reactor {
 
   void forget(int fd) noexcept override {
     if (fd_entry* entry = watched(fd)) {
-      finish_waiting(*entry);
-      entry->registered = false;  // the close that follows drops the file from the epoll set
+      drop_closed(*entry);  // closed right after this
     }
   }
 
@@ -370,6 +362,13 @@ class epoll_reactor final : public reactor {
     }
   }
 
+  // `entry`'s socket is closed: its waiters end, and the number's next socket registers afresh (the
+  // close drops the file from the epoll set).
+  void drop_closed(fd_entry& entry) noexcept {
+    finish_waiting(entry);
+    entry.registered = false;
+  }
+
   // Runs the waiting ops of one direction in order until one would block (or a read drained the
   // socket); `ready` is that direction's flag.
   void retry(op_list& waiting, bool& ready) noexcept {
@@ -401,20 +400,10 @@ class epoll_reactor final : public reactor {
 
   // The forget requests close_socket() posted from other threads (see "Closed on another thread").
   void take_forget_requests() noexcept {
-    if (!forget_requested_.load(std::memory_order_acquire)) {
-      return;
-    }
-    std::vector<std::pair<int, std::uint32_t>> requests;
-    {
-      std::lock_guard lock(registry_mutex());
-      requests.swap(forget_requests_);
-      forget_requested_.store(false, std::memory_order_relaxed);
-    }
-    for (auto [fd, generation] : requests) {
+    for (auto [fd, generation] : forget_requests_.take()) {
       auto index = static_cast<std::size_t>(fd);
       if (index < fds_.size() && fds_[index].registered && fds_[index].generation == generation) {
-        finish_waiting(fds_[index]);
-        fds_[index].registered = false;  // its file is closed: the number's next socket registers afresh
+        drop_closed(fds_[index]);
       }
     }
   }
@@ -423,8 +412,7 @@ class epoll_reactor final : public reactor {
   int wake_fd_ = -1;
   std::vector<fd_entry> fds_;
   op_list finished_;  // done (cancelled, or retried after an event), reported at the end of reap()
-  std::vector<std::pair<int, std::uint32_t>> forget_requests_;  // (fd, generation); registry mutex
-  std::atomic<bool> forget_requested_{false};  // forget_requests_ is not empty (a hint, re-checked under the mutex)
+  requests_from_closes<std::pair<int, std::uint32_t>> forget_requests_;  // (fd, generation)
 };
 
 }  // namespace

@@ -30,6 +30,8 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <new>
+#include <vector>
 
 namespace corio::detail {
 
@@ -60,5 +62,38 @@ void withdraw(reactor& self) noexcept;
 
 /// Guards the reactors' lists of requests from closing threads (held during forget_elsewhere()).
 std::mutex& registry_mutex() noexcept;
+
+/// A reactor's list of what closing threads asked of it (fd_records.hpp, "Watcher"): pushed by them
+/// in forget_elsewhere(), under registry_mutex(); taken whole by the reactor's own thread, which
+/// skips the mutex while a flag says nothing was pushed.
+template <class Request>
+class requests_from_closes {
+ public:
+  /// A closing thread, under registry_mutex(). False if memory ran out (the request is dropped).
+  bool push(Request request) noexcept {
+    try {
+      pushed_.push_back(request);
+    } catch (const std::bad_alloc&) {
+      return false;
+    }
+    waiting_.store(true, std::memory_order_release);
+    return true;
+  }
+
+  /// The owning thread (or its destructor, once withdrawn): everything pushed so far.
+  std::vector<Request> take() noexcept {
+    std::vector<Request> taken;
+    if (waiting_.load(std::memory_order_acquire)) {
+      std::lock_guard lock(registry_mutex());
+      taken.swap(pushed_);
+      waiting_.store(false, std::memory_order_relaxed);
+    }
+    return taken;
+  }
+
+ private:
+  std::vector<Request> pushed_;        // registry_mutex()
+  std::atomic<bool> waiting_{false};  // set by a push, cleared by take() under the mutex
+};
 
 }  // namespace corio::detail

@@ -63,8 +63,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
-#include <mutex>
-#include <new>
 #include <system_error>
 #include <utility>
 
@@ -129,7 +127,7 @@ uring_reactor::uring_reactor(bool thread_bound) {
 
 uring_reactor::~uring_reactor() {
   withdraw(*this);  // from here no close on another thread reaches this reactor
-  for (int kept : closed_elsewhere_) {
+  for (int kept : closed_elsewhere_.take()) {
     ::close(kept);
   }
   cancel_all_and_reap({[](void*, io_op&) noexcept {}, nullptr});  // nothing left unless misused
@@ -219,24 +217,15 @@ void uring_reactor::forget_elsewhere(int fd, std::uint32_t) noexcept {
   if (kept < 0) {
     return;  // out of descriptors: its requests end at shutdown
   }
-  try {
-    closed_elsewhere_.push_back(kept);
-  } catch (const std::bad_alloc&) {
+  if (!closed_elsewhere_.push(kept)) {
     ::close(kept);
-    return;
   }
-  closed_elsewhere_requested_.store(true, std::memory_order_release);
 }
 
 void uring_reactor::cancel_closed_elsewhere() noexcept {
-  if (!closed_elsewhere_requested_.load(std::memory_order_acquire)) {
+  std::vector<int> kept = closed_elsewhere_.take();
+  if (kept.empty()) {
     return;
-  }
-  std::vector<int> kept;
-  {
-    std::lock_guard lock(registry_mutex());
-    kept.swap(closed_elsewhere_);
-    closed_elsewhere_requested_.store(false, std::memory_order_relaxed);
   }
   for (int each : kept) {
     io_uring_sqe* sqe = next_sqe();

@@ -4,11 +4,11 @@
 #include <liburing.h>
 #include <sys/eventfd.h>
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "io/fd_records.hpp"
 #include "io/reactor.hpp"
 
 namespace corio::detail {
@@ -97,8 +97,7 @@ class uring_reactor final : public reactor {
   eventfd_t wake_buffer_ = 0;
   std::size_t in_flight_ = 0;  // ops submitted (or parked on a source) and not yet reported
   std::vector<std::uint32_t> in_kernel_by_fd_;  // requests issued on each descriptor number, CQE not yet seen
-  std::vector<int> closed_elsewhere_;  // duplicates of sockets closed on other threads; registry_mutex()
-  std::atomic<bool> closed_elsewhere_requested_{false};  // closed_elsewhere_ may be non-empty
+  requests_from_closes<int> closed_elsewhere_;  // duplicates of sockets closed on other threads
   bool wake_armed_ = false;
   bool draining_ = false;
   std::uint64_t linked_timeouts_ = 0;
