@@ -38,8 +38,8 @@
 //   while the number still names the socket. `in_kernel_by_fd_` counts the requests issued on each
 //   number whose CQE has not been seen, so the usual close, with nothing in the kernel, costs nothing.
 // A socket closed on another thread: one with an io_source (a stream or listener served by
-//   multishot) is shut down by its release there, which ends its requests (uring_source.cpp,
-//   "Release from another thread"). For the others (UDP sockets, sockets without multishot), the
+//   multishot) is shut down by its release there, which ends its requests, and its close tells the
+//   source's owner, which lets go of it (uring_source.cpp, "Release from another thread"). For the others (UDP sockets, sockets without multishot), the
 //   first request in the kernel on a number notes this reactor as its watcher (fd_records.hpp,
 //   "Watcher"); a close elsewhere hands over a duplicate of the descriptor (forget_elsewhere, on the
 //   closing thread, before the close), and the next reap submits an ASYNC_CANCEL_FD on it and then
@@ -127,8 +127,8 @@ uring_reactor::uring_reactor(bool thread_bound) {
 
 uring_reactor::~uring_reactor() {
   withdraw(*this);  // from here no close on another thread reaches this reactor
-  for (int kept : closed_elsewhere_.take()) {
-    ::close(kept);
+  for (closed_socket each : closed_elsewhere_.take()) {
+    ::close(each.kept);
   }
   cancel_all_and_reap({[](void*, io_op&) noexcept {}, nullptr});  // nothing left unless misused
   teardown_buffers();
@@ -217,24 +217,25 @@ void uring_reactor::forget_elsewhere(int fd, std::uint32_t) noexcept {
   if (kept < 0) {
     return;  // out of descriptors: its requests end at shutdown
   }
-  if (!closed_elsewhere_.push(kept)) {
+  if (!closed_elsewhere_.push({fd, kept})) {
     ::close(kept);
   }
 }
 
 void uring_reactor::cancel_closed_elsewhere() noexcept {
-  std::vector<int> kept = closed_elsewhere_.take();
-  if (kept.empty()) {
+  std::vector<closed_socket> closed = closed_elsewhere_.take();
+  if (closed.empty()) {
     return;
   }
-  for (int each : kept) {
+  for (closed_socket each : closed) {
     io_uring_sqe* sqe = next_sqe();
-    io_uring_prep_cancel_fd(sqe, each, IORING_ASYNC_CANCEL_ALL);
+    io_uring_prep_cancel_fd(sqe, each.kept, IORING_ASYNC_CANCEL_ALL);
     io_uring_sqe_set_data64(sqe, ignored_tag);
   }
   io_uring_submit(&ring_);  // each cancel now holds the socket's file itself
-  for (int each : kept) {
-    ::close(each);
+  for (closed_socket each : closed) {
+    ::close(each.kept);
+    release_closed_elsewhere(each.fd);
   }
 }
 

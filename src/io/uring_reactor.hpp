@@ -40,7 +40,8 @@ class uring_reactor final : public reactor {
   /// Cancels the requests the kernel holds on `fd` (a socket closed under them), submitted at once,
   /// while the descriptor still names the socket.
   void forget(int fd) noexcept override;
-  /// Any thread, under registry_mutex(): keeps a duplicate of `fd` for cancel_closed_elsewhere().
+  /// Any thread, under registry_mutex(): keeps a duplicate of `fd` for cancel_closed_elsewhere(), which
+  /// also lets go of the socket's io_source if it has one here.
   void forget_elsewhere(int fd, std::uint32_t generation) noexcept override;
 
  private:
@@ -64,7 +65,7 @@ class uring_reactor final : public reactor {
   /// notes this reactor as the number's watcher (fd_records.hpp).
   void note_request_without_source(int fd) noexcept;
   /// The start of a reap, and right after its wait: cancels the requests on sockets closed on other
-  /// threads (forget_elsewhere).
+  /// threads (forget_elsewhere) and lets go of their io_sources (release_closed_elsewhere).
   void cancel_closed_elsewhere() noexcept;
 
   // uring_source.cpp
@@ -80,6 +81,12 @@ class uring_reactor final : public reactor {
   void finish_here(io_op& op) noexcept;
   void on_source_completion(io_source& source, std::int32_t result, std::uint32_t flags, completion_sink sink) noexcept;
   void arm(io_source& source) noexcept;
+  /// Adopts a new (or orphaned) source: links it, registers a stream's file, notes this reactor as the
+  /// number's watcher.
+  void adopt(io_source& source) noexcept;
+  /// `fd` was closed on another thread: if this reactor keeps its source and that thread released it,
+  /// lets go of it now (release()), instead of at a multishot CQE that may never come.
+  void release_closed_elsewhere(int fd) noexcept;
   void cancel_multishot(io_source& source) noexcept;
   std::int32_t take(io_source& source, io_op& op) noexcept;
   void recycle(std::uint16_t buffer_id) noexcept;
@@ -97,7 +104,11 @@ class uring_reactor final : public reactor {
   eventfd_t wake_buffer_ = 0;
   std::size_t in_flight_ = 0;  // ops submitted (or parked on a source) and not yet reported
   std::vector<std::uint32_t> in_kernel_by_fd_;  // requests issued on each descriptor number, CQE not yet seen
-  requests_from_closes<int> closed_elsewhere_;  // duplicates of sockets closed on other threads
+  struct closed_socket {
+    int fd;    // the number as it was closed
+    int kept;  // a duplicate of it, taken before the close
+  };
+  requests_from_closes<closed_socket> closed_elsewhere_;  // sockets closed on other threads
   bool wake_armed_ = false;
   bool draining_ = false;
   std::uint64_t linked_timeouts_ = 0;
@@ -109,6 +120,7 @@ class uring_reactor final : public reactor {
   unsigned buffer_count_ = 0;             // a power of two
   unsigned buffers_free_ = 0;             // in the ring now
   io_source* sources_ = nullptr;          // every source of this reactor (intrusive list)
+  std::vector<io_source*> source_by_fd_;  // the same sources by descriptor number (null: none)
   std::size_t armed_ = 0;                 // sources whose multishot the kernel holds
   io_op* finished_here_ = nullptr;        // parked ops finished without a CQE (cancelled), linked by next
   std::uint64_t multishot_completions_ = 0;

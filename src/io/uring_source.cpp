@@ -42,7 +42,13 @@
 //   releases it at its next turn (io_slot.hpp, "Release"). Anywhere else (a stream destroyed off its
 //   loop's thread, or while the loop is not running), or once the home has shut down, it moves
 //   `state` live -> released (acq_rel CAS); the owner frees the source at its next CQE (the
-//   shutdown makes one arrive if a multishot is armed) or at teardown. Teardown moves live ->
+//   shutdown makes one arrive if a multishot is armed) or, armed or not, when the close reaches it:
+//   adopt() notes the owner as the number's watcher, so the close that follows the release calls
+//   forget_elsewhere() and the owner's next reap finds the source by number (`source_by_fd_`) and
+//   release()s it if it is still `released` (a newer socket with that number would be live). Without
+//   that, a source whose multishot had ended (end of file, a dry ring) kept its registered file, and
+//   with it the socket, until teardown. A later request on the number without a source (a write from
+//   another worker) makes that reactor the watcher instead: then the home lets go at teardown. Teardown moves live ->
 //   orphaned with the same CAS: whichever CAS loses, the other side frees it. Nothing else of the
 //   source is shared between threads but its home (claim_home, io_source.hpp).
 // Shutdown: cancel_all_and_reap completes parked ops, cancels the multishots and waits for their last
@@ -64,10 +70,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <new>
 #include <utility>
 
 #include <corio/detail/io_slot.hpp>
 
+#include "io/fd_records.hpp"
 #include "io/io_source_state.hpp"
 #include "io/uring_reactor.hpp"
 
@@ -180,16 +188,7 @@ bool uring_reactor::ring_has_room() const noexcept { return buffers_free_ >= std
 bool uring_reactor::submit_with_source(io_op& op) noexcept {
   io_source& source = *op.source->load(std::memory_order_relaxed);  // claim_home homed it here
   if (source.owner == nullptr) {  // new, or its reactor is gone: it lives here from now on
-    source.owner = this;
-    source.state.store(io_source::life::live, std::memory_order_relaxed);  // only the socket holds it
-    source.next = sources_;
-    if (sources_ != nullptr) {
-      sources_->prev = &source;
-    }
-    sources_ = &source;
-    if (source.kind == io_kind::recv) {
-      source.fixed = register_fixed(source.fd);
-    }
+    adopt(source);
   }
   if (!source.queue.empty()) {
     op.result = take(source, op);
@@ -205,6 +204,41 @@ bool uring_reactor::submit_with_source(io_op& op) noexcept {
   }
   ++in_flight_;
   return false;
+}
+
+void uring_reactor::adopt(io_source& source) noexcept {
+  source.owner = this;
+  source.state.store(io_source::life::live, std::memory_order_relaxed);  // only the socket holds it
+  source.next = sources_;
+  if (sources_ != nullptr) {
+    sources_->prev = &source;
+  }
+  sources_ = &source;
+  if (source.kind == io_kind::recv) {
+    source.fixed = register_fixed(source.fd);
+  }
+  auto index = static_cast<std::size_t>(source.fd);
+  try {
+    if (index >= source_by_fd_.size()) {
+      source_by_fd_.resize(std::max(index + 1, source_by_fd_.size() * 2));
+    }
+    source_by_fd_[index] = &source;
+    note_watcher(record_of(source.fd, true), id_);  // a close on another thread tells us (fd_records.hpp)
+  } catch (const std::bad_alloc&) {
+    // Out of memory: a close on another thread reaches it at a multishot CQE or at teardown, as below.
+  }
+}
+
+void uring_reactor::release_closed_elsewhere(int fd) noexcept {
+  auto index = static_cast<std::size_t>(fd);
+  if (index >= source_by_fd_.size() || source_by_fd_[index] == nullptr) {
+    return;
+  }
+  io_source& source = *source_by_fd_[index];
+  // Released, not live: the closing thread let go of it (a newer socket with this number is live).
+  if (!source.released && source.state.load(std::memory_order_acquire) == io_source::life::released) {
+    release(source);
+  }
 }
 
 void uring_reactor::arm(io_source& source) noexcept {
@@ -397,6 +431,10 @@ void uring_reactor::drop_queued(io_source& source) noexcept {
 }
 
 void uring_reactor::unlink(io_source& source) noexcept {
+  auto index = static_cast<std::size_t>(source.fd);
+  if (index < source_by_fd_.size() && source_by_fd_[index] == &source) {
+    source_by_fd_[index] = nullptr;
+  }
   (source.prev != nullptr ? source.prev->next : sources_) = source.next;
   if (source.next != nullptr) {
     source.next->prev = source.prev;

@@ -300,6 +300,27 @@ TYPED_TEST(multishot, a_stream_in_the_registered_file_table_leaves_it_when_close
   });
 }
 
+// Closed on another thread once its multishot has ended (here at the peer's end of file; also when the
+// buffer ring ran dry), no CQE will come to tell the loop: the close itself does (fd_records.hpp).
+TYPED_TEST(multishot, a_stream_closed_on_another_thread_after_its_multishot_ended_leaves_the_table_at_once) {
+  std::size_t per_stream = TestFixture::backend == corio::io_backend::io_uring ? 1 : 0;
+  run_on_loop(TestFixture::backend, [per_stream]() -> corio::task<void> {
+    std::byte buffer[16];
+    auto [client, server] = co_await connected_pair();
+    std::size_t before = registered_files();
+    co_await client.write_all(bytes("ping"));
+    EXPECT_EQ(co_await server.read_some(buffer), 4u);  // creates the source, registers the socket, arms the multishot
+    EXPECT_EQ(registered_files(), before + per_stream);
+    client.close();
+    EXPECT_EQ(co_await corio::with_timeout(2s, server.read_some(buffer)), 0u);  // end of file ends the multishot
+    std::thread([&server] { server.close(); }).join();
+    for (int turn = 0; turn < 200 && registered_files() != before; ++turn) {
+      co_await corio::sleep_for(1ms);
+    }
+    EXPECT_EQ(registered_files(), before) << "the loop kept the socket closed on another thread";
+  });
+}
+
 // A one-worker runtime keeps each socket on its worker and uses the multishot ops (two workers:
 // multishot_workers_test.cpp).
 TYPED_TEST(multishot, a_one_worker_runtime_uses_multishot_ops) {
