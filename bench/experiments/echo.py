@@ -26,7 +26,7 @@ METRICS = ["seconds", "requests_per_sec", "errors", "server_user_s", "server_sys
 BUILDS = {"cpp", "go", "rust"}
 REPS = 3  # runs per cell, as issue 8 specifies (the lab's default of 5 would take 45 minutes)
 
-SERVERS = ["corio-uring", "corio-uring-timeout", "corio-epoll", "c-uring", "c-epoll", "go", "tokio", "asio"]
+SERVERS = ["corio-uring", "corio-uring-timeout", "corio-uring-multishot", "corio-epoll", "c-uring", "c-epoll", "go", "tokio", "asio"]
 PEERS = ["c-uring", "c-epoll", "go", "tokio", "asio"]  # what corio-uring must match or beat
 CORIO_BINARY = "corio_echo_server"
 CLIENTS = [1, 50, 150, 300, 500]
@@ -35,6 +35,10 @@ QUICK_CELLS = [(1, 128), (50, 512), (500, 1000)]  # 1 and 500 clients, and every
 # The same corio server with a 30 s read deadline re-armed on every read, against corio-uring in the same
 # run (issue 8: timers that scale to connections); only at 300 clients, or at one cell in QUICK mode.
 TIMEOUT_SERVER = "corio-uring-timeout"
+# The same corio server with reads from a multishot recv into provided buffers (CORIO_URING_MULTISHOT=all)
+# instead of the default single-shot recvs on the registered file: the choice of default, shown in the run.
+MULTISHOT_SERVER = "corio-uring-multishot"
+VARIANTS = [TIMEOUT_SERVER, MULTISHOT_SERVER]  # each runs at the variant cells only, beside corio-uring
 TIMEOUT_CELLS = [(300, size) for size in BYTES]
 TIMEOUT_CELLS_QUICK = [(300, 512)]
 TIMEOUT_LIMIT = 0.95  # its req/s within 5% of corio-uring's
@@ -51,6 +55,7 @@ def _servers(ctx: Context) -> dict[str, list[str]]:
     return {
         "corio-uring": corio + ["io_uring"],
         TIMEOUT_SERVER: corio + ["io_uring", "--read-timeout", "30"],
+        MULTISHOT_SERVER: ["env", "CORIO_URING_MULTISHOT=all"] + corio + ["io_uring"],  # env execs: same PID
         "corio-epoll": corio + ["epoll"],
         "c-uring": [ctx.cpp_binary("c_uring_server"), "--port", "{port}"],
         "c-epoll": [ctx.cpp_binary("c_epoll_server"), "--port", "{port}"],
@@ -73,8 +78,8 @@ def _seconds(ctx: Context) -> float:
 
 
 def _runs_at(name: str, cell: tuple[int, int], matrix: list, timeout_cells: list) -> bool:
-    """The timeout row runs only at its own cells, and corio-uring runs there too (its yardstick)."""
-    if name == TIMEOUT_SERVER:
+    """The variant rows run only at their own cells, and corio-uring runs there too (their yardstick)."""
+    if name in VARIANTS:
         return cell in timeout_cells
     return cell in matrix or name == "corio-uring"
 
@@ -141,7 +146,7 @@ def table(results: Results) -> str:
 def chart(results: Results, path) -> None:
     sizes = _sorted(results, "bytes")
     clients = _sorted(results, "clients")
-    series = [server for server in SERVERS if server in results.distinct("server") and server != TIMEOUT_SERVER]
+    series = [server for server in SERVERS if server in results.distinct("server") and server not in VARIANTS]
     fig, axes = charts.figure(2 * len(sizes), "echo: requests per second (top, higher is better) and server CPU per "
                               "request (bottom, lower is better); median, min-max", columns=len(sizes))
     for column, size in enumerate(sizes):

@@ -41,6 +41,8 @@ struct io_source {
   bool ended = false;       // recv: EOF or an error arrived; reads are plain from then on
   bool completed_once = false;
   int fixed = -1;           // recv: the socket's slot in the owner's registered file table, or -1
+  std::uint32_t held = 0;   // ops' requests in the kernel on this socket (io_op::held_on): freed after the last
+  std::atomic<bool> closing{false};  // the socket is being closed: an op it ends reports -ECANCELED
   io_source* next_released = nullptr;  // in its home slot's queue of sources let go on other workers
 };
 

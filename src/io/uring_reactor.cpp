@@ -23,12 +23,15 @@
 //   timeout is absolute (IORING_TIMEOUT_ABS on the timeouts' default clock, CLOCK_MONOTONIC), so
 //   each re-issue of a whole transfer carries the same deadline, and its timespec lives in the op,
 //   whose frame outlives the submission (the kernel copies it when it prepares the SQE). The timeout's
-//   CQE carries ignored_tag: it never touches the op, which may be gone by then. Its outcomes: the op
-//   completes first (the timeout then completes -ECANCELED, ignored); the deadline passes first (the
-//   kernel cancels the op, whose CQE says -ECANCELED while its state is still in_flight, and the
-//   awaiter reads that as the deadline); an ASYNC_CANCEL for the op (outer cancellation) takes both.
-//   A pending timeout holds no user memory, so shutdown waits only for the ops' CQEs: ASYNC_CANCEL_ANY
-//   cancels the timeouts along with everything else, and any left are dropped with the ring.
+//   CQE carries the op's address | link_timeout_tag, and the op is reported (or re-issued) only once
+//   both CQEs of its pair are in (io_op::cqes_due): a timeout that fires as the op completes cancels
+//   by the op's user_data from task work that may run after the task issued its next request with
+//   the same address, which it would then cancel (tests/net/linked_timeout_test.cpp, "racing");
+//   its CQE comes after that task work, so waiting for it closes the window. Outcomes: the op
+//   completes first (the timeout then completes -ECANCELED); the deadline passes first (the kernel
+//   cancels the op, whose CQE says -ECANCELED while its state is still in_flight, and the awaiter
+//   reads that as the deadline); an ASYNC_CANCEL for the op (outer cancellation) takes both.
+//   Shutdown's ASYNC_CANCEL_ANY ends the timeouts along with everything else.
 // Cancellation: cancel() queues IORING_OP_ASYNC_CANCEL for the op's address; the op then completes
 //   with -ECANCELED (or with its real result if it won the race) and the buffer it names stays valid
 //   because its frame stays suspended until that completion is reported.
@@ -76,6 +79,7 @@ constexpr unsigned sq_entries = 256;
 constexpr unsigned cq_entries = 8192;
 constexpr std::uint64_t ignored_tag = 0;
 constexpr std::uint64_t wake_tag = 1;
+constexpr std::uint64_t link_timeout_tag = 4;  // | an op's address: the CQE of its linked timeout
 
 int setup_ring(io_uring& ring, bool thread_bound) noexcept {
   const unsigned common = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL;
@@ -122,7 +126,7 @@ uring_reactor::uring_reactor(bool thread_bound) {
     ::close(wake_fd_);
     throw;
   }
-  setup_buffers();
+  setup_multishot();
 }
 
 uring_reactor::~uring_reactor() {
@@ -173,14 +177,18 @@ void uring_reactor::prep_single(io_op& op) noexcept {
       break;
   }
   if (op.source != nullptr) {
-    use_fixed_file(sqe, op.source->load(std::memory_order_relaxed));
+    io_source* source = op.source->load(std::memory_order_relaxed);
+    use_fixed_file(sqe, source);
+    hold(op, source);
   }
   io_uring_sqe_set_data64(sqe, reinterpret_cast<std::uintptr_t>(&op));
+  op.cqes_due = 1;
   if (op.link_deadline) {
     sqe->flags |= IOSQE_IO_LINK;
     io_uring_sqe* timeout = io_uring_get_sqe(&ring_);  // reserved above: the SQ is not flushed in between
     io_uring_prep_link_timeout(timeout, &op.deadline, IORING_TIMEOUT_ABS);
-    io_uring_sqe_set_data64(timeout, ignored_tag);
+    io_uring_sqe_set_data64(timeout, reinterpret_cast<std::uintptr_t>(&op) | link_timeout_tag);
+    op.cqes_due = 2;
     ++linked_timeouts_;
   }
 }
@@ -334,17 +342,25 @@ void uring_reactor::report_completions(completion_sink sink, std::size_t limit) 
       on_source_completion(*source, cqe->res, cqe->flags, sink);
       continue;
     }
-    auto* op = reinterpret_cast<io_op*>(static_cast<std::uintptr_t>(tag));
-    count_in_kernel(op->fd, -1);
-    if (op->advance_whole(cqe->res) && !draining_ && op->state.load(std::memory_order_acquire) == io_state::in_flight) {
-      prep_single(*op);  // a short send of a whole transfer: the rest goes out without resuming the task
-      continue;
+    auto* op = reinterpret_cast<io_op*>(static_cast<std::uintptr_t>(tag & ~link_timeout_tag));
+    if ((tag & link_timeout_tag) == 0) {
+      count_in_kernel(op->fd, -1);
+      op->result = op->held_on != nullptr ? end_held(*op, cqe->res) : cqe->res;
     }
-    op->result = cqe->res;
-    --in_flight_;
-    sink(*op);
+    if (--op->cqes_due == 0) {
+      finish(*op, sink);
+    }
   }
   io_uring_cq_advance(&ring_, seen);
+}
+
+void uring_reactor::finish(io_op& op, completion_sink sink) noexcept {
+  if (op.advance_whole(op.result) && !draining_ && op.state.load(std::memory_order_acquire) == io_state::in_flight) {
+    prep_single(op);  // a short send of a whole transfer: the rest goes out without resuming the task
+    return;
+  }
+  --in_flight_;
+  sink(op);
 }
 
 std::unique_ptr<reactor> make_uring_reactor(bool thread_bound) { return std::make_unique<uring_reactor>(thread_bound); }

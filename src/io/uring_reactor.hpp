@@ -31,7 +31,11 @@ class uring_reactor final : public reactor {
   bool serves_from_source(const io_op& op) const noexcept override {
     return op.source != nullptr && multishot_ && op.kind != io_kind::send && (op.kind == io_kind::accept || op.length != 0);
   }
-  bool can_link_deadline(const io_op& op) const noexcept override { return !serves_from_source(op); }
+  /// Single-shot ops, reads on a source included unless multishot reads are on (a parked read has no
+  /// request to link a timeout to).
+  bool can_link_deadline(const io_op& op) const noexcept override {
+    return !serves_from_source(op) || (op.kind == io_kind::recv && !multishot_reads_);
+  }
   std::uint64_t linked_timeouts() const noexcept override { return linked_timeouts_; }
   std::size_t registered_files() const noexcept override { return fixed_next_ - fixed_free_.size(); }
 
@@ -51,6 +55,8 @@ class uring_reactor final : public reactor {
   /// Reports the ops finished without the kernel, then those of at most `limit` CQEs.
   void report_completions(completion_sink sink, std::size_t limit) noexcept;
   void prep_single(io_op& op) noexcept;
+  /// Every CQE of the op's request is in: issues the rest of a whole transfer, or reports the op.
+  void finish(io_op& op, completion_sink sink) noexcept;
   /// Adds `change` to the requests the kernel holds on `fd` (issued +1, CQE seen -1).
   void count_in_kernel(int fd, int change) noexcept {
     auto index = static_cast<std::size_t>(fd);  // -1 (a closed socket's op) lands in the slow path
@@ -69,7 +75,10 @@ class uring_reactor final : public reactor {
   void cancel_closed_elsewhere() noexcept;
 
   // uring_source.cpp
-  void setup_buffers() noexcept;
+  /// CORIO_URING_MULTISHOT: which ops may be multishot, and the registered file table.
+  void setup_multishot() noexcept;
+  /// The provided-buffer ring multishot reads take from; false if the kernel refused it.
+  bool setup_buffers() noexcept;
   void teardown_buffers() noexcept;
   bool submit_with_source(io_op& op) noexcept;
   /// Parks `op` on `source` behind the ops already parked there, and takes the oldest back.
@@ -88,6 +97,13 @@ class uring_reactor final : public reactor {
   /// lets go of it now (release()), instead of at a multishot CQE that may never come.
   void release_closed_elsewhere(int fd) noexcept;
   void cancel_multishot(io_source& source) noexcept;
+  /// prep_single: the op's request uses `source`'s socket; counted until its CQE (end_held).
+  void hold(io_op& op, io_source* source) noexcept;
+  /// The CQE of a held op's request, whose result was `result`: returns the result to report
+  /// (-ECANCELED if the socket was closed under it) and lets go of a released source nothing holds.
+  std::int32_t end_held(io_op& op, std::int32_t result) noexcept;
+  /// Frees a released source once neither its multishot nor an op's request holds it.
+  void free_if_unheld(io_source& source) noexcept;
   std::int32_t take(io_source& source, io_op& op) noexcept;
   void recycle(std::uint16_t buffer_id) noexcept;
   void drop_queued(io_source& source) noexcept;
@@ -114,7 +130,8 @@ class uring_reactor final : public reactor {
   std::uint64_t linked_timeouts_ = 0;
 
   // Multishot state (uring_source.cpp).
-  bool multishot_ = false;                // the kernel took the buffer ring; multishot ops are allowed
+  bool multishot_ = false;                // multishot ops are allowed (accepts; reads if multishot_reads_)
+  bool multishot_reads_ = false;          // CORIO_URING_MULTISHOT=all, and the kernel took the buffer ring
   io_uring_buf_ring* buffer_ring_ = nullptr;
   std::byte* buffers_ = nullptr;
   unsigned buffer_count_ = 0;             // a power of two

@@ -1,4 +1,6 @@
-// corio::io_backend: names, and current_io_backend() before and after a thread's first I/O.
+// corio::io_backend: names, current_io_backend() before and after a thread's first I/O, and which
+// read path io_uring takes under each CORIO_URING_MULTISHOT.
+#include <corio/detail/io_slot.hpp>
 #include <corio/event_loop.hpp>
 #include <corio/io_backend.hpp>
 #include <corio/net/tcp_listener.hpp>
@@ -36,6 +38,37 @@ TYPED_TEST(io_backend_choice, a_loop_reports_no_backend_until_its_first_io_then_
     seen = corio::current_io_backend();
   });
   EXPECT_EQ(seen, TestFixture::backend);
+}
+
+template <class Backend>
+class io_uring_read_path : public backend_test<Backend> {};
+TYPED_TEST_SUITE(io_uring_read_path, every_read_path, backend_names);
+
+// By default an io_uring stream's reads are single-shot recvs on its registered file (the multishot
+// accept stays); CORIO_URING_MULTISHOT=all serves them from a multishot recv. epoll has neither.
+TYPED_TEST(io_uring_read_path, reads_come_from_a_multishot_recv_only_when_asked) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    corio::detail::io_slot& slot = *corio::detail::current_io_slot;
+    auto [client, server] = co_await connected_pair();
+    std::size_t files = slot.registered_files();
+    std::byte buffer[16];
+    co_await client.write_all(bytes("ping"));
+    EXPECT_EQ(co_await server.read_some(buffer), 4u);  // by now the listener's multishot accept has ended
+    std::uint64_t accepted = slot.multishot_completions();
+    for (int i = 0; i < 20; ++i) {
+      co_await client.write_all(bytes("ping"));
+      EXPECT_EQ(co_await server.read_some(buffer), 4u);
+    }
+    std::uint64_t from_reads = slot.multishot_completions() - accepted;
+    bool uring = TestFixture::backend == io_backend::io_uring;
+    EXPECT_EQ(slot.registered_files(), files + (uring ? 1 : 0));  // the server's socket, either way
+    if (uring && TypeParam::multishot != nullptr) {
+      EXPECT_GT(from_reads, 0u);
+    } else {
+      EXPECT_EQ(from_reads, 0u);
+      EXPECT_EQ(accepted > 0, uring) << "the accept in connected_pair is multishot on io_uring";
+    }
+  });
 }
 
 }  // namespace

@@ -32,7 +32,7 @@ using namespace corio::test;
 
 template <class Backend>
 class multishot : public backend_test<Backend> {};
-TYPED_TEST_SUITE(multishot, both_backends, backend_names);
+TYPED_TEST_SUITE(multishot, multishot_backends, backend_names);
 
 std::uint64_t multishot_completions() { return corio::detail::current_io_slot->multishot_completions(); }
 

@@ -18,6 +18,7 @@
 #include <cerrno>
 
 #include <cstddef>
+#include <cstdlib>
 #include <span>
 #include <string>
 #include <string_view>
@@ -39,18 +40,30 @@ inline int io_uring_setup_error() noexcept {
   return 0;
 }
 
+// `multishot`: the CORIO_URING_MULTISHOT its test runs under (null: unset, the default: reads
+// single-shot on the registered file; "all": reads from a multishot recv into provided buffers).
 struct uring_backend {
   static constexpr io_backend value = io_backend::io_uring;
+  static constexpr const char* multishot = nullptr;
+};
+struct uring_multishot_backend {
+  static constexpr io_backend value = io_backend::io_uring;
+  static constexpr const char* multishot = "all";
 };
 struct epoll_backend {
   static constexpr io_backend value = io_backend::epoll;
+  static constexpr const char* multishot = nullptr;
 };
 using both_backends = ::testing::Types<uring_backend, epoll_backend>;
+/// For the multishot read path's own tests.
+using multishot_backends = ::testing::Types<uring_multishot_backend, epoll_backend>;
+/// Both of io_uring's read paths, and epoll.
+using every_read_path = ::testing::Types<uring_backend, uring_multishot_backend, epoll_backend>;
 
 struct backend_names {
   template <class T>
   static std::string GetName(int) {
-    return std::string(to_string(T::value));
+    return std::string(to_string(T::value)) + (T::multishot != nullptr ? "_multishot" : "");
   }
 };
 
@@ -63,6 +76,14 @@ class backend_test : public ::testing::Test {
   void SetUp() override {
     if (backend == io_backend::io_uring && io_uring_setup_error() != 0) {
       GTEST_SKIP() << "io_uring cannot be set up on this machine";
+    }
+    if constexpr (Backend::multishot != nullptr) {
+      ::setenv("CORIO_URING_MULTISHOT", Backend::multishot, 1);  // read by each reactor as it is made
+    }
+  }
+  void TearDown() override {
+    if constexpr (Backend::multishot != nullptr) {
+      ::unsetenv("CORIO_URING_MULTISHOT");
     }
   }
 };

@@ -134,6 +134,7 @@ struct io_op : io_request {
   std::atomic<io_state> state{io_state::idle};
   io_op* next = nullptr;  // the backend's lists (epoll: the fd's waiters), or a slot's hand-off queue
   io_source* parked_on = nullptr;  // io_uring: the source whose queue of waiting ops holds this op
+  io_source* held_on = nullptr;    // io_uring: the source whose socket this op's request in the kernel uses
   io_awaiter* awaiter = nullptr;  // registers the op's stop callback when a home slot takes it
   io_op* next_cancel = nullptr;  // the slot's queue of cancel requests
   bool started = false;          // epoll connect: connect() was issued, now waiting for writability
@@ -142,6 +143,8 @@ struct io_op : io_request {
   /// re-issues of a whole transfer included, carries a linked timeout at `deadline`, an absolute
   /// CLOCK_MONOTONIC time (std::chrono::steady_clock's epoch), read by the kernel at submission.
   bool link_deadline = false;
+  /// io_uring: CQEs still due for the op's request, 2 for a linked pair (the op waits for both).
+  std::uint8_t cqes_due = 0;
   __kernel_timespec deadline{};
 
   /// Reactor thread, after a whole transfer's syscall or completion returned `result`: counts the
