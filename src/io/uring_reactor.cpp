@@ -40,9 +40,10 @@
 //   kernel compares files, so requests on the socket's registered file match too), submitted at once,
 //   while the number still names the socket. `in_kernel_by_fd_` counts the requests issued on each
 //   number whose CQE has not been seen, so the usual close, with nothing in the kernel, costs nothing.
-// A socket closed on another thread: one with an io_source (a stream or listener served by
-//   multishot) is shut down by its release there, which ends its requests, and its close tells the
-//   source's owner, which lets go of it (uring_source.cpp, "Release from another thread"). For the others (UDP sockets, sockets without multishot), the
+// A socket closed on another thread: one with an io_source (a stream that read, a listener that
+//   accepted, unless CORIO_URING_MULTISHOT=0) is shut down by its release there, which ends its
+//   requests, and its close tells the source's owner, which lets go of it (uring_source.cpp,
+//   "Release from another thread"). For the others (UDP sockets, sockets without a source), the
 //   first request in the kernel on a number notes this reactor as its watcher (fd_records.hpp,
 //   "Watcher"); a close elsewhere hands over a duplicate of the descriptor (forget_elsewhere, on the
 //   closing thread, before the close), and the next reap submits an ASYNC_CANCEL_FD on it and then

@@ -54,7 +54,7 @@
 //   which the awaiter turns into the cancellation.
 // Linked deadlines (with_timeout around an op, timeout_awaiter.hpp): before starting the op, the
 //   timeout awaiter offers it the deadline (offer_deadline). The op's slot takes it only when its
-//   reactor will issue the op as one plain SQE (io_uring, no multishot source): then the deadline rides
+//   reactor will issue the op as one plain SQE (io_uring, not a stream's read or an accept): then the deadline rides
 //   with the op in the kernel (IORING_OP_LINK_TIMEOUT, uring_reactor.cpp) and no timer is armed. The
 //   answer is final and given before anything is armed or submitted (by construction: offer and
 //   submit run back to back on the submitting thread); a refused deadline leaves the op as submit()
@@ -67,8 +67,8 @@
 //   The timeout request itself never points into the frame once submitted (the kernel copies the
 //   timespec when it prepares the SQE), so "the kernel never holds an op whose frame is gone" (above)
 //   needs only the op's own completion.
-// Deadlines on the timer path (with_timeout around an op whose slot refused the deadline: multishot
-//   reads and accepts, epoll): the timer's callback runs on the thread that armed it (the op's
+// Deadlines on the timer path (with_timeout around an op whose slot refused the deadline: a stream's
+//   reads and a listener's accepts, epoll): the timer's callback runs on the thread that armed it (the op's
 //   reactor thread, or the thread that handed the op off) and calls cancel_for_deadline(): the same
 //   request_io_cancel a stop callback makes, and a flag that check() reads like link_deadline. It
 //   needs no stop state, no forwarding callback and no token swap in with_timeout, and the op's own

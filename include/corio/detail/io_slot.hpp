@@ -20,8 +20,9 @@
 //   maintain: the room the caller passes). Ready sockets beyond that stay in the kernel, where they
 //   cost nothing, instead of overflowing the local queue into the shared injection queue and being
 //   taken back from it (at 300 busy connections that round trip cost ~10% of the worker's user time).
-// Multishot (io_uring): a socket's accepts and reads may be served by one multishot op that keeps its
-//   completions in the reactor between operations (io_source.hpp). That state stays in the reactor
+// Multishot (io_uring): a socket's accepts (and, with CORIO_URING_MULTISHOT=all, reads) may be served
+//   by one multishot op that keeps its completions in the reactor between operations (io_source.hpp);
+//   by default a stream's reads are single-shot on the registered file that state holds. That state stays in the reactor
 //   that created it, its home; route() finds the home with claim_home() (io_source.hpp), which
 //   creates the state homed here on a socket's first such operation, with a CAS, so several tasks on
 //   several workers accepting on one listener at once agree on one home. An exclusive slot (every
@@ -110,7 +111,7 @@ class io_slot final : private park_backend {
   submitted submit(io_op& op);
 
   /// Owning thread, just before submit(op) (io_op.hpp, "Linked deadlines"). If the reactor will issue
-  /// `op` as one plain request that a timeout can be linked to (io_uring, no multishot source), stores
+  /// `op` as one plain request that a timeout can be linked to (io_uring: not a stream's read or an accept), stores
   /// `deadline` in op and returns true; otherwise returns false and leaves op as it was, save for
   /// dropping a source that submit() would drop too. Creates the reactor on first use (may throw, as
   /// submit() does).

@@ -1,10 +1,11 @@
 #pragma once
-// The handle a socket keeps to its multishot state in a reactor (an io_source, src/io/uring_source.cpp).
+// The handle a socket keeps to its state in an io_uring reactor (an io_source, src/io/uring_source.cpp).
 //
 // Design note.
-// Purpose: on io_uring, a tcp_stream's reads and a tcp_listener's accepts are served by one multishot
-//   operation per socket (recv from the reactor's provided-buffer ring, or accept) whose completions
-//   may arrive while nobody awaits; the io_source keeps them (buffer ids, descriptors, EOF or an error,
+// Purpose: on io_uring, a tcp_listener's accepts are served by one multishot accept, and a tcp_stream's
+//   reads and writes go through a registered file, its reads single-shot or (CORIO_URING_MULTISHOT=all)
+//   from one multishot recv into the reactor's provided-buffer ring. A multishot op's completions may
+//   arrive while nobody awaits; the io_source keeps them (buffer ids, descriptors, EOF or an error,
 //   in order) until the next operation takes them. The socket owns the handle; the reactor owns the
 //   memory while the kernel still holds the multishot, and frees it after the last completion.
 // Threads: an io_source belongs to the reactor that keeps it (its home); its state is used only on

@@ -46,8 +46,8 @@ class socket_fd {
 };
 
 /// recv or send on a connected socket; yields the byte count (0 from recv: the peer closed). A recv
-/// given the stream's `source` may be served by its multishot recv (io_source.hpp); a send given it
-/// goes through the stream's registered file, if it has one.
+/// given the stream's `source` goes through its registered file, or is served by its multishot recv
+/// (CORIO_URING_MULTISHOT=all, io_source.hpp); a send given it goes through the registered file too.
 class transfer_awaiter : public io_awaiter {
  public:
   transfer_awaiter(io_kind kind, int fd, const void* data, std::size_t size, const char* what,

@@ -38,7 +38,7 @@ class connect_awaiter : public corio::detail::io_awaiter {
 
   endpoint peer_;
   corio::detail::socket_fd socket_;
-  corio::detail::io_source_ref source_;  // io_uring: the multishot recv's state and registered file; released before the socket
+  corio::detail::io_source_ref source_;  // io_uring: the registered file (and multishot recv) state; released before the socket
 };
 
 }  // namespace detail
@@ -52,9 +52,10 @@ class connect_awaiter : public corio::detail::io_awaiter {
 /// with_timeout) cancels the operation in the kernel and completes it with corio::cancelled (or
 /// std::errc::operation_canceled). Not thread-safe: one reader and one writer at a time. Cancel an
 /// operation before closing or destroying its stream; a pending read closed under on its own thread
-/// still ends, with std::errc::operation_canceled (README, Limitations). On io_uring, reads come from
-/// one multishot recv into the buffer ring of the reactor that first read it (data that arrives
-/// before a read is kept for it); a read from another worker of the same runtime is handed to that
+/// still ends, with std::errc::operation_canceled (README, Limitations). On io_uring, the stream's
+/// reads go through the registered file of the reactor that first read it (with
+/// CORIO_URING_MULTISHOT=all, from one multishot recv into that reactor's buffer ring, which keeps
+/// data that arrives before a read); a read from another worker of the same runtime is handed to that
 /// reactor's worker, and the task resumes there; reading it from another loop's task fails with EXDEV
 /// (it may be closed or destroyed anywhere).
 ///
@@ -66,7 +67,7 @@ class tcp_stream {
  public:
   tcp_stream() noexcept = default;
   tcp_stream(tcp_stream&& other) noexcept = default;
-  /// Closes this one first (its multishot state before its socket), then takes `other`'s.
+  /// Closes this one first (its io_uring state before its socket), then takes `other`'s.
   tcp_stream& operator=(tcp_stream&& other) noexcept {
     if (this != &other) {
       close();
@@ -153,7 +154,7 @@ class tcp_stream {
   task<std::size_t> read_exact_into(std::span<std::byte> buffer, std::error_code* error);
 
   corio::detail::socket_fd socket_;
-  corio::detail::io_source_ref source_;  // io_uring: the multishot recv's state and registered file; released before the socket
+  corio::detail::io_source_ref source_;  // io_uring: the registered file (and multishot recv) state; released before the socket
 };
 
 }  // namespace corio::net
