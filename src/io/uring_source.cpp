@@ -8,7 +8,7 @@
 //   reader's own buffer on the stream's registered file; `all` serves reads from a multishot recv
 //   into provided buffers too; `0`, neither (no source, every op on its descriptor). Reads are
 //   single-shot by default because that measured faster for request/response traffic on one worker
-//   (the echo at 50 x 128 B and 500 x 1000 B, runs alternating: 3-10% more requests/s than
+//   (the echo at 50 x 128 B and 500 x 1000 B, runs alternating: 2-6% more requests/s than
 //   multishot, level with the plain liburing server): a multishot read waits parked anyway, then
 //   pays the kernel's buffer selection and a copy out of the provided buffer, where a single-shot
 //   recv lands in the reader's buffer. Multishot reads still win where data arrives while nobody
