@@ -67,8 +67,8 @@
 //   release()s it if it is still `released` (a newer socket with that number would be live). Without
 //   that, a source whose multishot had ended (end of file, a dry ring) kept its registered file, and
 //   with it the socket, until teardown. A later request on the number without a source (a write from
-//   another worker) makes that reactor the watcher instead: then the home lets go at teardown. Teardown moves live ->
-//   orphaned with the same CAS: whichever CAS loses, the other side frees it. Nothing else of the
+//   another worker) makes that reactor the watcher instead: then the home lets go at teardown.
+//   Teardown moves live -> orphaned with the same CAS: whichever CAS loses, the other side frees it. Nothing else of the
 //   source is shared between threads but its home (claim_home, io_source.hpp).
 // Shutdown: cancel_all_and_reap completes parked ops, cancels the multishots and waits for their last
 //   CQE; teardown_buffers() then orphans the sources the sockets still own (owner null: a later read
@@ -279,8 +279,10 @@ void uring_reactor::release_closed_elsewhere(int fd) noexcept {
   if (index >= source_by_fd_.size() || source_by_fd_[index] == nullptr) {
     return;
   }
-  io_source& source = *source_by_fd_[index];
-  // Released, not live: the closing thread let go of it (a newer socket with this number is live).
+  let_go_if_released_elsewhere(*source_by_fd_[index]);  // a newer socket with this number is live: kept
+}
+
+void uring_reactor::let_go_if_released_elsewhere(io_source& source) noexcept {
   if (!source.released && source.state.load(std::memory_order_acquire) == io_source::life::released) {
     release(source);
   }
@@ -344,9 +346,7 @@ void uring_reactor::recycle(std::uint16_t buffer_id) noexcept {
 void uring_reactor::on_source_completion(io_source& source, std::int32_t result, std::uint32_t flags,
                                          completion_sink sink) noexcept {
   ++multishot_completions_;
-  if (!source.released && source.state.load(std::memory_order_acquire) == io_source::life::released) {
-    release(source);  // let go by another thread, which only shut the socket down; freed below
-  }
+  let_go_if_released_elsewhere(source);  // armed until this CQE is handled: freed below, not here
   bool was_cancelling = source.cancelling;
   bool first = !std::exchange(source.completed_once, true);
   if ((flags & IORING_CQE_F_MORE) == 0) {
@@ -551,10 +551,10 @@ std::int32_t uring_reactor::end_held(io_op& op, std::int32_t result) noexcept {
   if (source.closing.load(std::memory_order_acquire)) {
     result = -ECANCELED;  // ended by the close (a shutdown fails a send with EPIPE, ends a recv at EOF)
   }
-  if (!source.released && source.state.load(std::memory_order_acquire) == io_source::life::released) {
-    release(source);  // let go by another thread; freed there unless something else still holds it
-  } else if (source.released) {
+  if (source.released) {
     free_if_unheld(source);
+  } else {
+    let_go_if_released_elsewhere(source);  // frees it unless something else still holds it
   }
   return result;
 }

@@ -3,6 +3,7 @@
 // the close is made on the operation's thread or on another one (fd_records.hpp, "Watcher"); and a
 // socket closed on another thread never lets its pending read see the input of the socket that
 // reuses its descriptor number.
+#include <corio/detail/io_slot.hpp>
 #include <corio/event_loop.hpp>
 #include <corio/join_handle.hpp>
 #include <corio/net/tcp_listener.hpp>
@@ -203,6 +204,27 @@ TYPED_TEST(close_under_operation, a_stream_closed_on_another_thread_ends_its_pen
     co_await corio::sleep_for(20ms);
     std::error_code error = co_await close_elsewhere_and_join(server, std::move(reader));
     EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
+  });
+}
+
+// A read in the kernel holds its stream's io_uring state (its registered file): once the close on
+// another thread has ended the read, the loop lets go of that state at once, on every read path.
+TYPED_TEST(close_under_operation, a_stream_closed_on_another_thread_under_a_read_leaves_the_file_table) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    corio::detail::io_slot& slot = *corio::detail::current_io_slot;
+    auto [client, server] = co_await connected_pair();
+    std::size_t before = slot.registered_files();
+    std::byte buffer[16];
+    co_await client.write_all(bytes("ping"));
+    EXPECT_EQ(co_await server.read_some(buffer), 4u);  // creates the state and registers the socket
+    auto reader = corio::spawn(read_once(server));
+    co_await corio::sleep_for(20ms);  // the read waits for input
+    std::error_code error = co_await close_elsewhere_and_join(server, std::move(reader));
+    EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
+    for (int turn = 0; turn < 200 && slot.registered_files() != before; ++turn) {
+      co_await corio::sleep_for(1ms);
+    }
+    EXPECT_EQ(slot.registered_files(), before) << "the loop kept the socket closed on another thread";
   });
 }
 

@@ -3,24 +3,16 @@
 #include <corio/detail/io_slot.hpp>
 #include <corio/event_loop.hpp>
 #include <corio/io_backend.hpp>
-#include <corio/join_handle.hpp>
 #include <corio/net/tcp_listener.hpp>
 #include <corio/net/tcp_stream.hpp>
-#include <corio/time.hpp>
 
 #include <gtest/gtest.h>
-
-#include <chrono>
-#include <system_error>
-#include <thread>
 
 #include "support/net.hpp"
 
 namespace {
 
-using namespace std::chrono_literals;
 using corio::io_backend;
-using corio::net::tcp_stream;
 using namespace corio::test;
 
 TEST(io_backend_names, each_backend_has_its_name) {
@@ -76,33 +68,6 @@ TYPED_TEST(io_uring_read_path, reads_come_from_a_multishot_recv_only_when_asked)
       EXPECT_EQ(from_reads, 0u);
       EXPECT_EQ(accepted > 0, uring) << "the accept in connected_pair is multishot on io_uring";
     }
-  });
-}
-
-// A read in the kernel holds its stream's state: closed on another thread, the read ends cancelled
-// and the loop then lets go of the registered file at once, on either read path.
-TYPED_TEST(io_uring_read_path, a_stream_closed_on_another_thread_under_a_read_leaves_the_file_table) {
-  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
-    corio::detail::io_slot& slot = *corio::detail::current_io_slot;
-    auto [client, server] = co_await connected_pair();
-    std::size_t before = slot.registered_files();
-    std::byte buffer[16];
-    co_await client.write_all(bytes("ping"));
-    EXPECT_EQ(co_await server.read_some(buffer), 4u);  // creates the state and registers the socket
-    auto reader = corio::spawn([](tcp_stream& stream) -> corio::task<std::error_code> {
-      std::byte into[16];
-      std::error_code error;
-      co_await stream.read_some(into, error);
-      co_return error;
-    }(server));
-    co_await corio::sleep_for(20ms);  // the read waits for input
-    std::thread([&server] { server.close(); }).join();
-    std::error_code error = co_await corio::with_timeout(5s, std::move(reader));
-    EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
-    for (int turn = 0; turn < 200 && slot.registered_files() != before; ++turn) {
-      co_await corio::sleep_for(1ms);
-    }
-    EXPECT_EQ(slot.registered_files(), before) << "the loop kept the socket closed on another thread";
   });
 }
 
