@@ -26,7 +26,8 @@ METRICS = ["seconds", "requests_per_sec", "errors", "server_user_s", "server_sys
 BUILDS = {"cpp", "go", "rust"}
 REPS = 3  # runs per cell, as issue 8 specifies (the lab's default of 5 would take 45 minutes)
 
-SERVERS = ["corio-uring", "corio-uring-timeout", "corio-uring-multishot", "corio-epoll", "c-uring", "c-epoll", "go", "tokio", "asio"]
+SERVERS = ["corio-uring", "corio-uring-timeout", "corio-uring-multishot", "corio-epoll",
+           "c-uring", "c-epoll", "go", "tokio", "asio"]
 PEERS = ["c-uring", "c-epoll", "go", "tokio", "asio"]  # what corio-uring must match or beat
 CORIO_BINARY = "corio_echo_server"
 CLIENTS = [1, 50, 150, 300, 500]
@@ -39,8 +40,8 @@ TIMEOUT_SERVER = "corio-uring-timeout"
 # instead of the default single-shot recvs on the registered file: the choice of default, shown in the run.
 MULTISHOT_SERVER = "corio-uring-multishot"
 VARIANTS = [TIMEOUT_SERVER, MULTISHOT_SERVER]  # each runs at the variant cells only, beside corio-uring
-TIMEOUT_CELLS = [(300, size) for size in BYTES]
-TIMEOUT_CELLS_QUICK = [(300, 512)]
+VARIANT_CELLS = [(300, size) for size in BYTES]
+VARIANT_CELLS_QUICK = [(300, 512)]
 TIMEOUT_LIMIT = 0.95  # its req/s within 5% of corio-uring's
 SECONDS_FULL, SECONDS_QUICK = 5.0, 1.0
 SECONDS_ENV = "ECHO_SECONDS"  # shorter windows for a faster full run (bench/scenarios.md, "Duration")
@@ -77,10 +78,10 @@ def _seconds(ctx: Context) -> float:
     return seconds
 
 
-def _runs_at(name: str, cell: tuple[int, int], matrix: list, timeout_cells: list) -> bool:
+def _runs_at(name: str, cell: tuple[int, int], matrix: list, variant_cells: list) -> bool:
     """The variant rows run only at their own cells, and corio-uring runs there too (their yardstick)."""
     if name in VARIANTS:
-        return cell in timeout_cells
+        return cell in variant_cells
     return cell in matrix or name == "corio-uring"
 
 
@@ -93,11 +94,11 @@ def cells(ctx: Context) -> list[Cell]:
         servers = {name: argv for name, argv in servers.items() if not name.startswith("corio-")}
     seconds = _seconds(ctx)
     matrix = QUICK_CELLS if ctx.quick else [(clients, size) for size in BYTES for clients in CLIENTS]
-    timeout_cells = TIMEOUT_CELLS_QUICK if ctx.quick else TIMEOUT_CELLS
+    variant_cells = VARIANT_CELLS_QUICK if ctx.quick else VARIANT_CELLS
     made = []
-    for clients, size in matrix + [cell for cell in timeout_cells if cell not in matrix]:
+    for clients, size in matrix + [cell for cell in variant_cells if cell not in matrix]:
         for name, server in servers.items():
-            if not _runs_at(name, (clients, size), matrix, timeout_cells):
+            if not _runs_at(name, (clients, size), matrix, variant_cells):
                 continue
             argv = [sys.executable, str(LOADGEN / "echo_cell.py"), "--name", name, "--client",
                     ctx.cpp_binary("echo_load"), "--clients", str(clients), "--bytes", str(size),

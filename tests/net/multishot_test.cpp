@@ -290,10 +290,9 @@ TYPED_TEST(multishot, a_stream_in_the_registered_file_table_leaves_it_when_close
         server.close();
       }
       EXPECT_EQ(co_await corio::with_timeout(2s, client.read_some(buffer)), 0u) << "the peer never saw the close";
-      for (int turn = 0; turn < 100 && registered_files() != before + per_stream; ++turn) {
-        co_await corio::sleep_for(1ms);  // closed elsewhere: the loop lets go at the multishot's last CQE
-      }
-      EXPECT_EQ(registered_files(), before + per_stream) << (elsewhere ? "closed on another thread" : "closed here");
+      // Closed elsewhere, the loop lets go at the multishot's last CQE.
+      EXPECT_EQ(co_await registered_files_settled_at(before + per_stream), before + per_stream)
+          << (elsewhere ? "closed on another thread" : "closed here");
       client.close();
       EXPECT_EQ(registered_files(), before);
     }
@@ -314,10 +313,8 @@ TYPED_TEST(multishot, a_stream_closed_on_another_thread_after_its_multishot_ende
     client.close();
     EXPECT_EQ(co_await corio::with_timeout(2s, server.read_some(buffer)), 0u);  // end of file ends the multishot
     std::thread([&server] { server.close(); }).join();
-    for (int turn = 0; turn < 200 && registered_files() != before; ++turn) {
-      co_await corio::sleep_for(1ms);
-    }
-    EXPECT_EQ(registered_files(), before) << "the loop kept the socket closed on another thread";
+    EXPECT_EQ(co_await registered_files_settled_at(before), before)
+        << "the loop kept the socket closed on another thread";
   });
 }
 

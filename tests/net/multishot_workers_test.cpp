@@ -333,7 +333,8 @@ TYPED_TEST(multishot_workers, acceptors_on_two_workers_share_one_multishot_accep
       }
       // The listener's home counts its multishot completions: report from both workers, whichever
       // ran the accepts' tasks last (on a loaded machine the other worker may take a while to steal).
-      for (auto until = std::chrono::steady_clock::now() + 5s; seen.workers() < 2 && std::chrono::steady_clock::now() < until;) {
+      auto until = std::chrono::steady_clock::now() + 5s;
+      while (seen.workers() < 2 && std::chrono::steady_clock::now() < until) {
         seen.report(this_slot().multishot_completions());
         co_await corio::yield();
       }

@@ -1,6 +1,7 @@
 #pragma once
 // Test helpers for the reactor and networking suites: the two backends as gtest types, loops and
 // runtimes that use a given backend, and small loopback building blocks.
+#include <corio/detail/io_slot.hpp>
 #include <corio/event_loop.hpp>
 #include <corio/io_backend.hpp>
 #include <corio/join_handle.hpp>
@@ -9,6 +10,7 @@
 #include <corio/net/tcp_stream.hpp>
 #include <corio/runtime.hpp>
 #include <corio/task.hpp>
+#include <corio/time.hpp>
 
 #include <gtest/gtest.h>
 #include <linux/io_uring.h>
@@ -16,7 +18,7 @@
 #include <unistd.h>
 
 #include <cerrno>
-
+#include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <span>
@@ -134,6 +136,17 @@ inline task<std::string> round_trip(net::tcp_stream& stream, std::string message
   std::string reply(message.size(), '\0');
   co_await stream.read_exact(std::as_writable_bytes(std::span(reply)));
   co_return reply;
+}
+
+/// This loop's or worker's reactor's registered file table (io_uring; 0 on epoll) once it reaches
+/// `expected`, or as it is after about 200 ms: a reactor lets go of a socket closed on another thread
+/// at its next turn, not during the close.
+inline task<std::size_t> registered_files_settled_at(std::size_t expected) {
+  detail::io_slot& slot = *detail::current_io_slot;
+  for (int turn = 0; turn < 200 && slot.registered_files() != expected; ++turn) {
+    co_await sleep_for(std::chrono::milliseconds(1));
+  }
+  co_return slot.registered_files();
 }
 
 /// Connects, sends `message`, reads the same number of bytes back.
