@@ -262,6 +262,7 @@ void io_slot::deliver(io_op& op) noexcept {
 
 void io_slot::flush() noexcept {
   if (batch_size_ != 0) {
+    undrained_ += batch_size_;
     owner_.schedule_batch({batch_, batch_size_});
     batch_size_ = 0;
   }

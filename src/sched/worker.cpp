@@ -123,7 +123,7 @@ void worker::overflow_to_inject(std::coroutine_handle<> handle) {
 std::coroutine_handle<> worker::next_task() {
   ++tick_;
   if (tick_ % maintenance_interval == 0) {
-    io_.maintain(std::max(queue_room(), min_reap));
+    io_.maintain(std::max(queue_room(), min_reap), maintenance_interval, queue_.size());
     fire_due_timers();
     if (auto from_inject = take_from_inject()) {
       return from_inject;

@@ -46,7 +46,8 @@
 //   parks with a task in a slot.
 // I/O: the worker's reactor (io_slot.hpp) is its idle wait once the thread has done I/O; the worker
 //   also reaps it without blocking on a maintenance tick unless a park reaped it since the previous
-//   tick (io_slot::maintain), so a busy worker still sees completions. A reap takes no more
+//   tick or the tasks its last reap delivered have not all had their turn (io_slot::maintain), so a
+//   busy worker still sees completions, in batches. A reap takes no more
 //   completions than the local queue has room for (io_slot.hpp, "Reap bound"), and a batch from the
 //   injection queue no more than that room plus the task it runs: neither overflows the queue back
 //   into the injection queue. A maintenance reap takes at least min_reap even from a full queue, so
