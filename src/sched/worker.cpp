@@ -91,8 +91,11 @@ void worker::push_budget_yield(std::coroutine_handle<> handle) {
 // waker below picks another sleeper instead of us (waking ourselves cost an eventfd write and one
 // more io_uring_enter per loop turn).
 void worker::push_batch(std::span<const std::coroutine_handle<>> handles) {
-  for (std::coroutine_handle<> handle : handles) {
-    push_back(handle);
+  std::size_t pushed = queue_.push_batch(handles.data(), handles.size(), [](std::coroutine_handle<> handle) {
+    return handle.address();
+  });
+  for (std::coroutine_handle<> handle : handles.subspan(pushed)) {
+    push_back(handle);  // the queue is full: these overflow to the injection queue
   }
   if (in_park_ && !left_sleep_) {
     leave_sleep();

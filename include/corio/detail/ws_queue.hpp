@@ -16,7 +16,10 @@
 //    seq_cst; a parking worker updates those counters and then re-reads tail_/head_ seq_cst (see
 //    idle.hpp). All four are seq_cst operations, so both sides cannot miss each other. (A fence would
 //    do the same, but ThreadSanitizer cannot check fences.)
-// Threads: push() and pop() by the owner only; steal_half_into() by any other worker; size() anyone.
+//  - push_batch() writes its slots, then publishes them all with one seq_cst tail_ store: the same
+//    pairs as push(), one locked instruction for the batch (a seq_cst store is an XCHG on x86: per
+//    push, it was one of the three locked operations each I/O completion cost a worker).
+// Threads: push(), push_batch() and pop() by the owner only; steal_half() by any other worker; size() anyone.
 // Rejected: Chase-Lev (LIFO for the owner; we want FIFO fairness plus a separate LIFO slot);
 // an unbounded queue (overflow goes to the runtime's injection queue instead, as in tokio).
 #include <array>
@@ -42,6 +45,22 @@ class ws_queue {
     slots_[tail & mask].store(item, std::memory_order_relaxed);
     tail_.store(tail + 1, std::memory_order_seq_cst);
     return true;
+  }
+
+  /// Owner only: pushes items[0, count) in order while there is room, `address(item)` each, and
+  /// publishes them at once. Returns how many it pushed (the caller moves the rest elsewhere).
+  template <class Item, class Address>
+  std::size_t push_batch(const Item* items, std::size_t count, Address address) noexcept {
+    std::uint64_t tail = tail_.load(std::memory_order_relaxed);
+    std::uint64_t room = Capacity - (tail - head_.load(std::memory_order_acquire));
+    std::size_t pushed = count < room ? count : static_cast<std::size_t>(room);
+    for (std::size_t i = 0; i < pushed; ++i) {
+      slots_[(tail + i) & mask].store(address(items[i]), std::memory_order_relaxed);
+    }
+    if (pushed != 0) {
+      tail_.store(tail + pushed, std::memory_order_seq_cst);
+    }
+    return pushed;
   }
 
   /// Owner only. The oldest item, or null.
