@@ -170,12 +170,18 @@ struct fd_entry {
   // without trying its syscall (it would return EAGAIN).
   bool readable = true;
   bool writable = true;
+  // An event said the peer closed its side (EPOLLRDHUP), or the socket hung up or failed: that edge
+  // is spent, so no later one will announce the end of file a read still has to see.
+  bool read_closed = false;
 };
 
 // A stream recv that returned less than it asked for emptied the socket's receive queue: data that
 // arrives later is a new edge, so the next read may wait for the event instead of trying first.
-bool drained(const io_op& op, int result) noexcept {
-  return op.kind == io_kind::recv && result > 0 && static_cast<std::uint32_t>(result) < op.length;
+// Not once the peer's FIN was signalled: it may have come with the data just read, and its edge with
+// it (epoll reports both in one event), so the next read must try and see the end of file.
+bool drained(const fd_entry& entry, const io_op& op, int result) noexcept {
+  return op.kind == io_kind::recv && result > 0 && static_cast<std::uint32_t>(result) < op.length &&
+         !entry.read_closed;
 }
 
 class epoll_reactor final : public reactor {
@@ -223,7 +229,7 @@ class epoll_reactor final : public reactor {
     if (entry == nullptr || (reader ? entry->readable : entry->writable)) {
       int result = attempt_whole(op);
       if (result != -EAGAIN) {
-        if (entry != nullptr && drained(op, result)) {
+        if (entry != nullptr && drained(*entry, op, result)) {
           entry->readable = false;
         }
         op.result = result;
@@ -267,13 +273,16 @@ class epoll_reactor final : public reactor {
         continue;
       }
       fd_entry& entry = fds_[static_cast<std::size_t>(event.data.u64)];
+      if ((event.events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) {
+        entry.read_closed = true;
+      }
       if ((event.events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) {
         entry.readable = true;
-        retry(entry.readers, entry.readable);
+        retry(entry, entry.readers, entry.readable);
       }
       if ((event.events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0) {
         entry.writable = true;
-        retry(entry.writers, entry.writable);
+        retry(entry, entry.writers, entry.writable);
       }
     }
     while (io_op* op = finished_.pop()) {
@@ -331,6 +340,7 @@ class epoll_reactor final : public reactor {
     entry.generation = generation;
     entry.readable = true;
     entry.writable = true;
+    entry.read_closed = false;
     return 0;
   }
 
@@ -369,9 +379,9 @@ class epoll_reactor final : public reactor {
     entry.registered = false;
   }
 
-  // Runs the waiting ops of one direction in order until one would block (or a read drained the
-  // socket); `ready` is that direction's flag.
-  void retry(op_list& waiting, bool& ready) noexcept {
+  // Runs the waiting ops of one direction of `entry` in order until one would block (or a read
+  // drained the socket); `ready` is that direction's flag.
+  void retry(const fd_entry& entry, op_list& waiting, bool& ready) noexcept {
     while (io_op* op = waiting.head) {
       int result = attempt_whole(*op);
       if (result == -EAGAIN) {
@@ -381,7 +391,7 @@ class epoll_reactor final : public reactor {
       waiting.pop();
       op->result = result;
       finished_.push(*op);
-      if (drained(*op, result)) {
+      if (drained(entry, *op, result)) {
         ready = false;
         return;
       }

@@ -73,6 +73,37 @@ TYPED_TEST(stream, a_half_closed_peer_still_receives_the_reply) {
   });
 }
 
+// The data and the peer's FIN reach a waiting read together: epoll reports both in one event, so the
+// short read that takes the data must not leave the next read waiting for an edge that was spent.
+TYPED_TEST(stream, a_read_waiting_when_data_and_end_of_file_arrive_together_sees_both) {
+  for (bool half_close : {false, true}) {
+    run_on_loop(TestFixture::backend, [half_close]() -> corio::task<void> {
+      auto [client, server] = co_await connected_pair();
+      auto reader = [](tcp_stream& from) -> corio::task<std::vector<std::size_t>> {
+        std::byte buffer[4096];
+        std::vector<std::size_t> sizes;
+        sizes.push_back(co_await from.read_some(buffer));
+        sizes.push_back(co_await corio::with_timeout(2s, from.read_some(buffer)));
+        co_return sizes;
+      };
+      auto reads = corio::spawn(reader(server));
+      co_await corio::sleep_for(20ms);  // the read waits for input
+      co_await client.write_all(bytes("hello"));
+      if (half_close) {
+        client.shutdown(SHUT_WR);  // no suspension between the data and the FIN
+      } else {
+        client.close();
+      }
+      try {
+        std::vector<std::size_t> sizes = co_await std::move(reads);
+        EXPECT_EQ(sizes, (std::vector<std::size_t>{5, 0})) << "half close: " << half_close;
+      } catch (const corio::timed_out&) {
+        ADD_FAILURE() << "the end of file never reached the second read (half close: " << half_close << ")";
+      }
+    });
+  }
+}
+
 TYPED_TEST(stream, a_reset_fails_the_pending_read_with_connection_reset) {
   run_on_loop(TestFixture::backend, []() -> corio::task<void> {
     auto [client, server] = co_await connected_pair();
