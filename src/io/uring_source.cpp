@@ -51,7 +51,12 @@
 //    it shuts the socket down; a held request that completes after that reports -ECANCELED whatever
 //    the kernel said (the shutdown ends a recv at end of file and fails a send with EPIPE; a close
 //    here cancels them), so a close reads as a cancellation on this backend as on epoll (the store
-//    comes before the shutdown system call whose effect the CQE reports);
+//    comes before the shutdown system call whose effect the CQE reports). The same holds for a
+//    multishot CQE after it: nothing is queued, the parked ops end -ECANCELED, nothing re-arms, and
+//    an op handed here from another worker finds the source closing and ends -ECANCELED too. (A
+//    listener's shutdown ends its multishot accept with -EINVAL, which as a first CQE also reads as
+//    "no multishot in this kernel": a closing source's CQE never turns multishot off for the
+//    reactor, which had left its other listeners' armed accepts unread.)
 //  - a parked op cancelled by its task is not in the kernel: it finishes with -ECANCELED through
 //    `finished_here_` at the next reap, which then does not block. The op records its source
 //    (`parked_on`), since its socket may have been moved or closed since it parked; a release (the
@@ -232,6 +237,10 @@ bool uring_reactor::ring_has_room() const noexcept { return buffers_free_ >= std
 
 bool uring_reactor::submit_with_source(io_op& op) noexcept {
   io_source& source = *op.source->load(std::memory_order_relaxed);  // claim_home homed it here
+  if (source.closing.load(std::memory_order_acquire)) {
+    op.result = -ECANCELED;  // handed here from another worker, and closed on the way
+    return true;
+  }
   if (source.owner == nullptr) {  // new, or its reactor is gone: it lives here from now on
     adopt(source);
   }
@@ -354,30 +363,37 @@ void uring_reactor::on_source_completion(io_source& source, std::int32_t result,
     source.cancelling = false;
     --armed_;
   }
-  bool quiet_cancel = result == -ECANCELED && (was_cancelling || source.released || draining_);
-  if (first && result == -EINVAL && !source.armed) {
+  // Closed on another thread, whose shutdown may be what ended the multishot (a listener's accept
+  // with EINVAL, a recv at end of file): nothing it reports is for a reader any more.
+  bool gone = source.released || source.closing.load(std::memory_order_acquire);
+  bool quiet_cancel = result == -ECANCELED && (was_cancelling || draining_);
+  if (first && result == -EINVAL && !source.armed && !gone) {
     multishot_ = false;  // the kernel has the buffer ring but not this multishot op (< 6.0)
   } else if (source.kind == io_kind::recv) {
     if ((flags & IORING_CQE_F_BUFFER) != 0) {
       auto id = static_cast<std::uint16_t>(flags >> IORING_CQE_BUFFER_SHIFT);
       --buffers_free_;
-      if (result > 0 && !source.released) {
+      if (result > 0 && !gone) {
         source.queue.push_back({result, id, 0});
       } else {
         recycle(id);
       }
-    } else if (result != -ENOBUFS && !quiet_cancel && !source.released) {
+    } else if (result != -ENOBUFS && !quiet_cancel && !gone) {
       source.queue.push_back({result, 0, 0});  // EOF or an error: delivered after the data, once
       source.ended = true;
     }
-  } else if (result >= 0 && source.released) {
+  } else if (result >= 0 && gone) {
     ::close(result);
-  } else if (!quiet_cancel && !source.released) {
+  } else if (!quiet_cancel && !gone) {
     source.queue.push_back({result, 0, 0});
   }
 
   if (source.released) {
     free_if_unheld(source);
+    return;
+  }
+  if (gone) {
+    finish_parked(source);  // cancelled, at the next reap; the release on its way here finds none
     return;
   }
   while (source.waiter != nullptr && !source.queue.empty()) {

@@ -9,6 +9,7 @@
 #include <corio/net/tcp_listener.hpp>
 #include <corio/net/tcp_stream.hpp>
 #include <corio/net/udp_socket.hpp>
+#include <corio/runtime.hpp>
 #include <corio/time.hpp>
 
 #include <fcntl.h>
@@ -51,19 +52,6 @@ corio::task<T> close_elsewhere_and_join(Socket& socket, corio::join_handle<T> pe
   co_return co_await corio::with_timeout(5s, std::move(pending));
 }
 
-corio::task<std::error_code> read_once(tcp_stream& stream) {
-  std::byte buffer[16];
-  std::error_code error;
-  co_await stream.read_some(buffer, error);
-  co_return error;
-}
-
-corio::task<std::error_code> write_everything(tcp_stream& stream, std::span<const std::byte> data) {
-  std::error_code error;
-  co_await stream.write_all(data, error);
-  co_return error;
-}
-
 /// Starts a write of 64 MiB (more than both socket buffers hold) from `server` to `client`, which never
 /// reads: the write waits for room, held by the kernel on io_uring. `data` keeps the bytes.
 corio::task<corio::join_handle<std::error_code>> start_blocked_write(tcp_stream& client, tcp_stream& server,
@@ -76,12 +64,6 @@ corio::task<corio::join_handle<std::error_code>> start_blocked_write(tcp_stream&
   co_await corio::sleep_for(50ms);
   EXPECT_FALSE(writer.is_finished());
   co_return writer;
-}
-
-corio::task<std::error_code> accept_once(tcp_listener& listener) {
-  std::error_code error;
-  co_await listener.accept(error);
-  co_return error;
 }
 
 corio::task<std::error_code> receive_once(corio::net::udp_socket& socket) {
@@ -251,6 +233,52 @@ TYPED_TEST(close_under_operation, a_listener_closed_on_another_thread_ends_its_p
     std::error_code error = co_await close_elsewhere_and_join(listener, std::move(acceptor));
     EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
   });
+}
+
+// The close of one listener touches no other: the loop's first listener, whose multishot accept is
+// armed, still accepts the connection that comes after (a user trial found it never did on io_uring).
+TYPED_TEST(close_under_operation, a_listener_closed_on_another_thread_leaves_the_other_listeners_accepting) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
+    auto first = co_await tcp_stream::connect(listener.local_endpoint());
+    tcp_stream first_accepted = co_await listener.accept();
+    auto other = tcp_listener::bind(endpoint::loopback_v4(0));
+    auto acceptor = corio::spawn(accept_once(other));
+    co_await corio::sleep_for(20ms);
+    std::error_code error = co_await close_elsewhere_and_join(other, std::move(acceptor));
+    EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
+    auto second = co_await tcp_stream::connect(listener.local_endpoint());
+    try {
+      tcp_stream second_accepted = co_await corio::with_timeout(2s, listener.accept());
+      EXPECT_EQ(second_accepted.peer_endpoint(), second.local_endpoint());
+    } catch (const corio::timed_out&) {
+      ADD_FAILURE() << "the listener never accepted the connection made after the other one's close";
+    }
+  });
+}
+
+// On a runtime of two workers the closing task may run on the socket's home worker or on the other
+// one, and the multishot CQE the close causes (a listener's accept ends with EINVAL, a recv at end of
+// file) may reach the home before the release does: each round must still end operation_canceled,
+// never EINVAL, EBADF or a clean end of file (a user trial saw those in 3 to 6 runs of 8).
+TYPED_TEST(close_under_operation, pending_reads_and_accepts_closed_by_another_task_of_a_runtime_end_cancelled) {
+  corio::runtime rt(runtime_options(TestFixture::backend, 2));
+  rt.block_on([]() -> corio::task<void> {
+    auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
+    for (int round = 0; round < 20; ++round) {
+      auto client = co_await tcp_stream::connect(listener.local_endpoint());
+      tcp_stream server = co_await corio::with_timeout(2s, listener.accept());
+      auto reader = corio::spawn(read_once(server));
+      co_await corio::sleep_for(5ms);
+      std::error_code error = co_await close_and_join(server, std::move(reader));
+      EXPECT_EQ(error, std::errc::operation_canceled) << "read, round " << round << ": " << error.message();
+      auto other = tcp_listener::bind(endpoint::loopback_v4(0));
+      auto acceptor = corio::spawn(accept_once(other));
+      co_await corio::sleep_for(5ms);
+      error = co_await close_and_join(other, std::move(acceptor));
+      EXPECT_EQ(error, std::errc::operation_canceled) << "accept, round " << round << ": " << error.message();
+    }
+  }());
 }
 
 TYPED_TEST(close_under_operation, a_udp_socket_closed_on_another_thread_ends_its_pending_receive_at_once) {

@@ -24,6 +24,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -147,6 +148,28 @@ inline task<std::size_t> registered_files_settled_at(std::size_t expected) {
     co_await sleep_for(std::chrono::milliseconds(1));
   }
   co_return slot.registered_files();
+}
+
+/// One read_some (into 16 bytes) in its error_code form: the error it stored.
+inline task<std::error_code> read_once(net::tcp_stream& stream) {
+  std::byte buffer[16];
+  std::error_code error;
+  co_await stream.read_some(buffer, error);
+  co_return error;
+}
+
+/// write_all of `data` in its error_code form: the error it stored.
+inline task<std::error_code> write_everything(net::tcp_stream& stream, std::span<const std::byte> data) {
+  std::error_code error;
+  co_await stream.write_all(data, error);
+  co_return error;
+}
+
+/// One accept in its error_code form: the error it stored (the stream it accepted, if any, is closed).
+inline task<std::error_code> accept_once(net::tcp_listener& listener) {
+  std::error_code error;
+  co_await listener.accept(error);
+  co_return error;
 }
 
 /// Connects, sends `message`, reads the same number of bytes back.
