@@ -34,18 +34,11 @@ corio::task<void> echo(corio::net::tcp_stream stream) {
   std::byte buffer[4096];
   std::error_code error;
   for (;;) {
-    std::size_t n = 0;
-    if (read_timeout.count() == 0) {
-      n = co_await stream.read_some(buffer, error);
-    } else {
-      try {
-        n = co_await corio::with_timeout(read_timeout, stream.read_some(buffer, error));
-      } catch (const corio::timed_out&) {
-        break;  // idle for too long: close the connection
-      }
-    }
+    std::size_t n = read_timeout.count() == 0
+                         ? co_await stream.read_some(buffer, error)
+                         : co_await corio::with_timeout(read_timeout, stream.read_some(buffer, error));
     if (n == 0 || error) {
-      break;  // the client closed (or reset) its side
+      break;  // the client closed (or reset) its side, or was idle too long (errc::timed_out)
     }
     co_await stream.write_all({buffer, n}, error);
     if (error) {

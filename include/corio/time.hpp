@@ -110,8 +110,10 @@ template <class Rep, class Period>
 }
 
 /// Awaits `operation`, but gives up after `duration`: the operation is cancelled (it sees
-/// corio::cancelled, or errc::operation_canceled in the error_code forms, at its suspension point and
-/// is awaited until it stops) and corio::timed_out is thrown. If the operation finishes first, its
+/// corio::cancelled at its suspension point and is awaited until it stops) and corio::timed_out is
+/// thrown. A socket operation in its error_code form stores std::errc::timed_out instead and
+/// with_timeout returns what it yields (0 for a read; the bytes a write_all sent), without throwing:
+/// `if (error == std::errc::timed_out)`. If the operation finishes first, its
 /// result or exception is passed through. If it produced a value anyway, in the same instant as the
 /// deadline and too late to be cancelled, that value is returned rather than dropped, so wrapping a
 /// channel's recv (or anything that consumes) in with_timeout never loses what it took. The deadline

@@ -157,6 +157,10 @@ reactor& io_slot::ensure_reactor() {
 
 io_slot* io_slot::route(io_op& op) {
   ensure_reactor();
+  if (op.fd < 0) {
+    op.result = -EBADF;  // a closed, moved-from or default-constructed socket: no state to look up
+    return nullptr;
+  }
   if (op.source == nullptr) {
     return this;
   }
@@ -395,16 +399,26 @@ bool io_awaiter::check() {
   }
   int error = -op_.result;
   // A deadline that fired (linked, or through cancel_for_deadline) cancels the op too; with_timeout
-  // turns that into corio::timed_out.
-  bool stopped = (stop_ != nullptr && stop_->stop_requested()) || deadline_cancelled();
-  bool cancelled_here = stopped && (error == ECANCELED || error == EINTR);
+  // turns that into corio::timed_out, or, in the error_code form, the op stores errc::timed_out and
+  // with_timeout returns what it yields (the bytes a whole write sent before the deadline). A stop
+  // requested on the task counts first: the op was cancelled, whichever came first.
+  bool task_stopped = stop_ != nullptr && stop_->stop_requested();
+  bool timed_out = !task_stopped && deadline_cancelled();
+  bool cancelled_here = (task_stopped || timed_out) && (error == ECANCELED || error == EINTR);
   if (error_ != nullptr) {
-    *error_ = cancelled_here ? std::make_error_code(std::errc::operation_canceled)
-                             : std::error_code(error, std::system_category());
+    if (cancelled_here) {
+      *error_ = std::make_error_code(timed_out ? std::errc::timed_out : std::errc::operation_canceled);
+    } else {
+      *error_ = std::error_code(error, std::system_category());
+    }
     return false;
   }
   if (cancelled_here) {
     throw cancelled();
+  }
+  if (error == EXDEV) {  // route() refused it: the socket's io_uring state lives in another loop
+    throw std::system_error(std::error_code(error, std::system_category()),
+                            std::string(what_) + " (the socket is served by another event loop's reactor)");
   }
   throw std::system_error(std::error_code(error, std::system_category()), what_);
 }

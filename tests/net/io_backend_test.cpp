@@ -8,6 +8,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <string>
+#include <system_error>
+#include <utility>
+
 #include "support/net.hpp"
 
 namespace {
@@ -67,6 +72,33 @@ TYPED_TEST(io_uring_read_path, reads_come_from_a_multishot_recv_only_when_asked)
     } else {
       EXPECT_EQ(from_reads, 0u);
       EXPECT_EQ(accepted > 0, uring) << "the accept in connected_pair is multishot on io_uring";
+    }
+  });
+}
+
+// A stream first read on one loop keeps its io_uring state there: a read from a second loop while the
+// first lives is refused with EXDEV, and the message says why (a user trial found "Invalid
+// cross-device link" alone puzzling). epoll keeps no such state and serves it.
+TYPED_TEST(io_uring_read_path, a_stream_read_on_a_second_loop_is_refused_with_a_message_that_says_why) {
+  std::pair<corio::net::tcp_stream, corio::net::tcp_stream> pair;
+  corio::event_loop first(TestFixture::backend);  // lives on: the stream's state stays in its reactor
+  run_on(first, [&pair]() -> corio::task<void> {
+    pair = co_await connected_pair();
+    co_await pair.first.write_all(bytes("one"));
+    std::byte buffer[8];
+    EXPECT_EQ(co_await pair.second.read_some(buffer), 3u);  // its state now lives in this loop's reactor
+    co_await pair.first.write_all(bytes("two"));
+  });
+  run_on_loop(TestFixture::backend, [&pair]() -> corio::task<void> {
+    std::byte buffer[8];
+    const bool state_elsewhere = TestFixture::backend == io_backend::io_uring;
+    try {
+      EXPECT_EQ(co_await pair.second.read_some(buffer), 3u);
+      EXPECT_FALSE(state_elsewhere) << "io_uring served a stream whose state another loop keeps";
+    } catch (const std::system_error& e) {
+      EXPECT_TRUE(state_elsewhere) << e.what();
+      EXPECT_EQ(e.code(), std::error_code(EXDEV, std::system_category()));
+      EXPECT_NE(std::string(e.what()).find("served by another event loop"), std::string::npos) << e.what();
     }
   });
 }
