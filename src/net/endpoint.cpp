@@ -19,6 +19,23 @@ std::optional<std::uint16_t> parse_port(std::string_view text) {
   return static_cast<std::uint16_t>(value);
 }
 
+// "[::1]" -> "::1", as in URLs; an address without brackets as it is. Nothing for unbalanced brackets
+// or brackets around anything but an IPv6 address.
+std::optional<std::string_view> strip_brackets(std::string_view address) {
+  bool opens = address.starts_with('[');
+  if (opens != address.ends_with(']')) {
+    return std::nullopt;
+  }
+  if (!opens) {
+    return address;
+  }
+  address = address.substr(1, address.size() - 2);
+  if (address.find(':') == std::string_view::npos) {
+    return std::nullopt;  // brackets are for IPv6 only
+  }
+  return address;
+}
+
 }  // namespace
 
 endpoint::endpoint() noexcept : storage_{} {
@@ -27,8 +44,12 @@ endpoint::endpoint() noexcept : storage_{} {
 }
 
 std::optional<endpoint> endpoint::parse(std::string_view address, std::uint16_t port) {
+  auto bare = strip_brackets(address);
+  if (!bare) {
+    return std::nullopt;
+  }
   endpoint result;
-  std::string text(address);
+  std::string text(*bare);
   std::string scope;
   if (auto percent = text.find('%'); percent != std::string::npos) {
     scope = text.substr(percent + 1);
@@ -68,11 +89,8 @@ std::optional<endpoint> endpoint::parse(std::string_view text) {
     if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
       return std::nullopt;
     }
-    address = text.substr(1, close - 1);
+    address = text.substr(0, close + 1);  // the brackets stay: parse(address, port) checks and strips them
     port = text.substr(close + 2);
-    if (address.find(':') == std::string_view::npos) {
-      return std::nullopt;  // brackets are for IPv6 only
-    }
   } else {
     auto colon = text.rfind(':');
     if (colon == std::string_view::npos || text.find(':') != colon) {

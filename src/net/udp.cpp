@@ -29,6 +29,7 @@ datagram recv_from_awaiter::await_resume() {
   datagram result;
   if (check()) {
     result.size = static_cast<std::size_t>(op_.result);
+    result.truncated = (message_.msg_flags & MSG_TRUNC) != 0;
     result.from = endpoint::from_sockaddr(reinterpret_cast<const sockaddr*>(&address_), message_.msg_namelen)
                       .value_or(endpoint());
   }

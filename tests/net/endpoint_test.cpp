@@ -33,4 +33,14 @@ TEST(endpoint, rejects_malformed_text) {
   }
 }
 
+TEST(endpoint, an_address_alone_may_carry_one_pair_of_brackets_around_ipv6) {
+  auto v6 = endpoint::parse("[::1]", 9);
+  ASSERT_TRUE(v6);
+  EXPECT_EQ(*v6, endpoint::loopback_v6(9));
+  EXPECT_EQ(endpoint::parse("[2001:db8::1]", 53)->to_string(), "[2001:db8::1]:53");
+  for (const char* bad : {"[::1", "::1]", "[[::1]]", "[]", "[127.0.0.1]", "[::1]:9"}) {
+    EXPECT_FALSE(endpoint::parse(bad, 9)) << bad;
+  }
+}
+
 }  // namespace

@@ -1,5 +1,5 @@
-// corio::net::resolve: numeric hosts without a lookup, names through the blocking pool, failures as
-// errors, and the misuse of a name lookup on an event loop.
+// corio::net::resolve: numeric hosts (bracketed IPv6 too) without a lookup, names through the blocking
+// pool, failures as errors, and the misuse of a name lookup on an event loop.
 #include <corio/net/resolve.hpp>
 #include <corio/runtime.hpp>
 
@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <system_error>
+#include <vector>
 
 #include "support/net.hpp"
 
@@ -30,6 +31,16 @@ TEST(resolve, a_name_on_an_event_loop_is_a_logic_error) {
   corio::test::run_on_loop(corio::io_backend::automatic, []() -> corio::task<void> {
     EXPECT_EQ((co_await corio::net::resolve("127.0.0.1", 1)).size(), 1u);
     EXPECT_THROW(co_await corio::net::resolve("localhost", 1), std::logic_error);
+  });
+}
+
+// A bracketed IPv6 literal is an address like the bare one, so it needs no lookup; unbalanced brackets
+// make it a name, which an event loop cannot look up.
+TEST(resolve, a_bracketed_ipv6_address_needs_no_lookup) {
+  corio::test::run_on_loop(corio::io_backend::automatic, []() -> corio::task<void> {
+    auto found = co_await corio::net::resolve("[::1]", 80);
+    EXPECT_EQ(found, std::vector<endpoint>{endpoint::loopback_v6(80)});
+    EXPECT_THROW(co_await corio::net::resolve("[::1", 80), std::logic_error);
   });
 }
 

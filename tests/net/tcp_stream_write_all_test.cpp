@@ -125,4 +125,21 @@ TYPED_TEST(write_all, an_empty_write_finishes_at_once_with_zero) {
   });
 }
 
+// The text forms: the error_code one writes the whole string like the throwing one, and stores a
+// failure instead of throwing it.
+TYPED_TEST(write_all, text_is_written_whole_and_its_error_code_form_stores_the_error) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto [client, server] = co_await connected_pair();
+    std::error_code error = std::make_error_code(std::errc::io_error);
+    EXPECT_EQ(co_await server.write_all("hello", error), 5u);
+    EXPECT_FALSE(error) << error.message();
+    std::byte received[5];
+    EXPECT_EQ(co_await client.read_exact(received), 5u);
+    EXPECT_EQ(text(received), "hello");
+    server.shutdown(SHUT_WR);
+    EXPECT_EQ(co_await server.write_all("after shutdown", error), 0u);
+    EXPECT_EQ(error, std::errc::broken_pipe) << error.message();
+  });
+}
+
 }  // namespace

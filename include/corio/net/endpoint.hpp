@@ -24,7 +24,8 @@ class endpoint {
   /// Parses "1.2.3.4:80", "[::1]:80" (IPv6 in brackets, as in URLs) or "[fe80::1%eth0]:80". Numeric
   /// addresses only (names go through corio::net::resolve). Returns nothing on malformed text.
   static std::optional<endpoint> parse(std::string_view text);
-  /// Parses a numeric address without a port ("127.0.0.1", "::1") and pairs it with `port`.
+  /// Parses a numeric address without a port ("127.0.0.1", "::1", or "[::1]": one pair of brackets
+  /// around an IPv6 address is accepted and stripped) and pairs it with `port`.
   static std::optional<endpoint> parse(std::string_view address, std::uint16_t port);
 
   static endpoint loopback_v4(std::uint16_t port) noexcept;

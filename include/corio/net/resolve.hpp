@@ -9,10 +9,11 @@
 
 namespace corio::net {
 
-/// Resolves `host` (a name, or a numeric IPv4/IPv6 address) to the endpoints with `port`, in the
-/// order getaddrinfo prefers (TCP, both families). A numeric host is parsed at once, anywhere. A name
-/// is looked up with getaddrinfo on the runtime's blocking pool (spawn_blocking), so the worker keeps
-/// running other tasks; on an event loop, which has no blocking pool, a name throws std::logic_error.
+/// Resolves `host` (a name, or a numeric IPv4/IPv6 address, the IPv6 one bare or in brackets as in
+/// "[::1]") to the endpoints with `port`, in the order getaddrinfo prefers (TCP, both families). A
+/// numeric host is parsed at once, anywhere, by endpoint::parse(host, port). A name is looked up with
+/// getaddrinfo on the runtime's blocking pool (spawn_blocking), so the worker keeps running other
+/// tasks; on an event loop, which has no blocking pool, a name throws std::logic_error.
 /// Failure throws std::system_error in resolve_category() naming "corio::net::resolve". The lookup
 /// itself cannot be cancelled once started (getaddrinfo cannot be interrupted).
 ///

@@ -125,6 +125,9 @@ class tcp_stream {
   corio::detail::send_all_awaiter write_all(std::string_view text) noexcept {
     return write_all(std::as_bytes(std::span(text)));
   }
+  corio::detail::send_all_awaiter write_all(std::string_view text, std::error_code& error) noexcept {
+    return write_all(std::as_bytes(std::span(text)), error);
+  }
 
   /// Shuts down one or both directions (SHUT_WR: a half-close, the peer reads end of stream).
   /// Synchronous. Throws std::system_error, or stores the error.

@@ -13,10 +13,13 @@
 
 namespace corio::net {
 
-/// What recv_from yields: the datagram's size (truncated to the buffer) and its sender.
+/// What recv_from yields: the bytes placed in the buffer, the sender, and whether the datagram was cut.
 struct datagram {
-  std::size_t size = 0;
+  std::size_t size = 0;  ///< at most the buffer's size
   endpoint from;
+  /// The datagram was longer than the buffer: `size` bytes of it are in the buffer and the kernel
+  /// discarded the rest (msghdr::msg_flags & MSG_TRUNC, which both backends fill).
+  bool truncated = false;
 };
 
 namespace detail {
@@ -72,7 +75,7 @@ class recv_from_awaiter : public message_awaiter {
 ///     auto socket = corio::net::udp_socket::bind(corio::net::endpoint::loopback_v4(0));
 ///     co_await socket.send_to(std::as_bytes(std::span("hi", 2)), peer);
 ///     std::array<std::byte, 1500> buffer;
-///     corio::net::datagram got = co_await socket.recv_from(buffer);   // got.size, got.from
+///     corio::net::datagram got = co_await socket.recv_from(buffer);   // got.size, got.from, got.truncated
 class udp_socket {
  public:
   udp_socket() noexcept = default;
@@ -90,7 +93,8 @@ class udp_socket {
     return {corio::detail::io_kind::sendmsg, socket_.get(), data.data(), data.size(), &to, send_to_name, &error};
   }
 
-  /// Receives one datagram into `buffer` (the rest of a longer one is dropped, as recvfrom does).
+  /// Receives one datagram into `buffer`. The rest of a longer one is dropped, as recvfrom does, and
+  /// the datagram it yields says so with `truncated`; that is not an error.
   detail::recv_from_awaiter recv_from(std::span<std::byte> buffer) noexcept {
     return {corio::detail::io_kind::recvmsg, socket_.get(), buffer.data(), buffer.size(), nullptr, recv_from_name, nullptr};
   }
