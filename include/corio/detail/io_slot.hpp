@@ -17,7 +17,7 @@
 //   more than the ticks since, and the queue is not empty). Each skipped poll is one io_uring_enter
 //   or epoll_wait fewer, and the next turn submits and reaps for the whole batch the last one
 //   delivered: polled every tick, a worker whose queue stays full of I/O tasks (the echo at 500
-//   clients never parks) entered the kernel every 61 tasks, 6-10x as often as a plain liburing loop.
+//   clients never parks) entered the kernel every 61 tasks, 5-20x as often as a plain liburing loop.
 //   A completion still waits a bounded time for a busy worker: the count decays by a tick's tasks per
 //   tick, whatever ran, and is at most a queue's capacity plus a tick (6 ticks of 61 for 256).
 // Reap bound: a turn takes from the kernel no more completions than its executor's run queue has
