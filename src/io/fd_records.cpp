@@ -100,9 +100,11 @@ void close_socket(int fd) noexcept {
   }
   if (fd_record* record = record_of(fd, false)) {
     std::uint32_t generation = record->generation.fetch_add(1, std::memory_order_relaxed);
-    std::uint32_t watcher = record->watcher.exchange(0, std::memory_order_relaxed);
-    if (watcher != 0 && (here == nullptr || watcher != here->reactor_id())) {
-      tell_watcher(watcher, fd, generation);
+    for (auto& slot : record->watchers) {
+      std::uint32_t watcher = slot.exchange(0, std::memory_order_relaxed);
+      if (watcher != 0 && (here == nullptr || watcher != here->reactor_id())) {
+        tell_watcher(watcher, fd, generation);
+      }
     }
   }
   ::close(fd);

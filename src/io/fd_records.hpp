@@ -7,11 +7,15 @@
 // Generation: close_socket() bumps the number's generation before close(). The epoll backend keeps
 //   per number whether it registered the socket with its epoll set, and a stale generation tells it
 //   that socket is gone (epoll_reactor.cpp, "The fd table").
-// Watcher: the id of the reactor that last left a request waiting on the number (epoll: an op
-//   parked for readiness; io_uring: the first request in the kernel on it). Set by that reactor's
-//   thread with a relaxed load, and a store only when it changes. close_socket() takes it out of the
-//   record (exchange with 0); if it names a reactor other than the closing thread's own (whose
-//   forget() already ended its requests), the closing thread calls that reactor's
+// Watchers: the ids of the reactors that left a request waiting on the number (epoll: an op parked
+//   for readiness; io_uring: the first request in the kernel on it, or the socket's io_source), up to
+//   `watcher_slots` of them: a stream's reader and writer may wait on two workers at once, and a
+//   close must reach both (with one slot, the writer's note hid the reader's, whose read then waited
+//   until something else woke its worker). Each reactor's thread notes itself with relaxed loads (no
+//   store when it is there already) and a CAS into a free slot; with every slot taken it overwrites
+//   the slot its id picks, and the reactor it displaces learns of the close at its teardown, as
+//   before. close_socket() takes each slot (exchange with 0); for each reactor other than the
+//   closing thread's own (whose forget() already ended its requests), the closing thread calls its
 //   forget_elsewhere() under the registry mutex, before the close, and wakes it: the reactor then
 //   ends its requests on the socket at its next reap (epoll: the waiters of an entry still at the
 //   closed socket's generation; io_uring: an ASYNC_CANCEL on a duplicate of the descriptor taken
@@ -27,7 +31,9 @@
 //   reused only after the close that bumped its generation returned. Everything else under the mutex.
 // Numbers above 2^20 have no record: never marked stale (EPOLL_CTL_ADD's EEXIST catches them) and
 //   never reached by a close on another thread.
+#include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <new>
@@ -37,9 +43,11 @@ namespace corio::detail {
 
 class reactor;
 
+inline constexpr std::size_t watcher_slots = 4;
+
 struct fd_record {
   std::atomic<std::uint32_t> generation{0};  // bumped by every close_socket() of the number
-  std::atomic<std::uint32_t> watcher{0};     // the reactor that last left a request on it, or 0
+  std::array<std::atomic<std::uint32_t>, watcher_slots> watchers{};  // reactors with requests on it; 0: free
 };
 
 /// The record of `fd`, created on first use if `create`; null above 2^20 (or if memory ran out).
@@ -49,11 +57,23 @@ inline std::uint32_t generation_in(const fd_record* record) noexcept {
   return record != nullptr ? record->generation.load(std::memory_order_relaxed) : 0;
 }
 
-/// The owning thread of reactor `self`: it leaves a request waiting on the record's number.
+/// The owning thread of reactor `self` (an id, never 0): it leaves a request waiting on the number.
 inline void note_watcher(fd_record* record, std::uint32_t self) noexcept {
-  if (record != nullptr && record->watcher.load(std::memory_order_relaxed) != self) {
-    record->watcher.store(self, std::memory_order_relaxed);
+  if (record == nullptr) {
+    return;
   }
+  for (const auto& slot : record->watchers) {
+    if (slot.load(std::memory_order_relaxed) == self) {
+      return;  // the common case: noted by an earlier request, one load
+    }
+  }
+  for (auto& slot : record->watchers) {
+    std::uint32_t free = 0;
+    if (slot.compare_exchange_strong(free, self, std::memory_order_relaxed)) {
+      return;
+    }
+  }
+  record->watchers[self % watcher_slots].store(self, std::memory_order_relaxed);
 }
 
 /// Adds `self` to the registry and returns its id (throws std::bad_alloc); withdraw() removes it.

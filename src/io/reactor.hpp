@@ -54,7 +54,7 @@ class reactor {
   /// (the one of `generation`), which it does at its next reap; the caller then wakes it.
   virtual void forget_elsewhere(int fd, std::uint32_t generation) noexcept = 0;
 
-  /// This reactor's id in the registry and in fd_record::watcher (fd_records.hpp).
+  /// This reactor's id in the registry and in fd_record::watchers (fd_records.hpp).
   std::uint32_t id() const noexcept { return id_; }
 
   /// Whether submit(op) would serve `op` from its socket's multishot state (io_source.hpp), which

@@ -67,12 +67,12 @@
 //   loop's thread, or while the loop is not running), or once the home has shut down, it moves
 //   `state` live -> released (acq_rel CAS); the owner frees the source at its next CQE (the
 //   shutdown makes one arrive if a multishot is armed) or, armed or not, when the close reaches it:
-//   adopt() notes the owner as the number's watcher, so the close that follows the release calls
+//   adopt() notes the owner as a watcher of the number, so the close that follows the release calls
 //   forget_elsewhere() and the owner's next reap finds the source by number (`source_by_fd_`) and
 //   release()s it if it is still `released` (a newer socket with that number would be live). Without
 //   that, a source whose multishot had ended (end of file, a dry ring) kept its registered file, and
 //   with it the socket, until teardown. A later request on the number without a source (a write from
-//   another worker) makes that reactor the watcher instead: then the home lets go at teardown.
+//   another worker) makes that reactor a watcher too, and the close reaches both.
 //   Teardown moves live -> orphaned with the same CAS: whichever CAS loses, the other side frees it. Nothing else of the
 //   source is shared between threads but its home (claim_home, io_source.hpp).
 // Shutdown: cancel_all_and_reap completes parked ops, cancels the multishots and waits for their last

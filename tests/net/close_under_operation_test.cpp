@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -278,6 +279,45 @@ TYPED_TEST(close_under_operation, pending_reads_and_accepts_closed_by_another_ta
       error = co_await close_and_join(other, std::move(acceptor));
       EXPECT_EQ(error, std::errc::operation_canceled) << "accept, round " << round << ": " << error.message();
     }
+  }());
+}
+
+// A stream's read and write pending in two tasks, which two workers may run, while a third task
+// closes it: the close must reach every reactor that holds one of them. A user trial saw reads on
+// epoll (and io_uring without multishot) wait until something else woke their worker, because a
+// descriptor remembered one watcher, the writer's.
+TYPED_TEST(close_under_operation, a_close_reaches_both_a_pending_read_and_a_pending_write_on_other_workers) {
+  corio::runtime rt(runtime_options(TestFixture::backend, 4));  // readers and writers spread over workers
+  rt.block_on([]() -> corio::task<void> {
+    constexpr int connections = 20;
+    auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
+    const std::vector<std::byte> data(32 * 1024 * 1024, std::byte{'x'});  // more than the socket buffers hold
+    std::vector<tcp_stream> clients;  // never read
+    std::vector<std::unique_ptr<tcp_stream>> servers;
+    std::vector<corio::join_handle<std::error_code>> pending;
+    for (int i = 0; i < connections; ++i) {
+      clients.push_back(co_await tcp_stream::connect(listener.local_endpoint()));
+      servers.push_back(std::make_unique<tcp_stream>(co_await listener.accept()));
+      pending.push_back(corio::spawn(read_once(*servers.back())));
+      pending.push_back(corio::spawn(write_everything(*servers.back(), data)));
+    }
+    co_await corio::sleep_for(300ms);  // every read and write waits, the workers have stolen some
+    auto closed_at = std::chrono::steady_clock::now();
+    for (auto& server : servers) {
+      server->close();
+    }
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+      std::error_code error = co_await corio::with_timeout(10s, std::move(pending[i]));
+      bool read = i % 2 == 0;
+      // io_uring: a write on a worker other than the stream's home goes out on the descriptor, and the
+      // close's shutdown may fail it with EPIPE before the cancel comes (README, Limitations).
+      bool broken_pipe_allowed = !read && corio::current_io_backend() == corio::io_backend::io_uring;
+      if (!(broken_pipe_allowed && error == std::errc::broken_pipe)) {
+        EXPECT_EQ(error, std::errc::operation_canceled) << (read ? "read " : "write ") << i / 2 << ": " << error.message();
+      }
+    }
+    auto waited = std::chrono::steady_clock::now() - closed_at;
+    EXPECT_LT(waited, 3s) << "an operation ended only when something else woke its worker";
   }());
 }
 
