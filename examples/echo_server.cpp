@@ -13,7 +13,9 @@
 #include <corio/time.hpp>
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -62,11 +64,24 @@ corio::task<void> accept_loop(corio::net::tcp_listener listener) {
   }
 }
 
-[[noreturn]] void usage(const char* message) {
-  std::fprintf(stderr, "echo_server: %s\nusage: echo_server [--port N] [--threads N] [--backend auto|io_uring|epoll] "
-               "[--read-timeout SECONDS]\n",
-               message);
+constexpr const char* usage_line =
+    "usage: echo_server [--port N] [--threads N] [--backend auto|io_uring|epoll] [--read-timeout SECONDS]\n";
+
+[[noreturn]] void usage(std::string_view message, std::string_view flag = {}) {
+  std::fprintf(stderr, "echo_server: %.*s%.*s\n%s", static_cast<int>(message.size()), message.data(),
+               static_cast<int>(flag.size()), flag.data(), usage_line);
   std::exit(2);
+}
+
+// The whole of `value` as a number in [low, high], or usage() naming `flag`.
+template <class Number>
+Number parse_number(std::string_view flag, std::string_view value, Number low, Number high) {
+  Number number{};
+  auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
+  if (error != std::errc() || end != value.data() + value.size() || number < low || number > high) {
+    usage("bad value for ", flag);
+  }
+  return number;
 }
 
 }  // namespace
@@ -77,27 +92,29 @@ int main(int argc, char** argv) {
   corio::io_backend backend = corio::io_backend::automatic;
   for (int i = 1; i < argc; ++i) {
     std::string_view flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      std::fputs(usage_line, stdout);
+      return 0;
+    }
     if (i + 1 >= argc) {
-      usage("a flag without its value");
+      usage("no value after ", flag);
     }
     std::string_view value = argv[++i];
     if (flag == "--port") {
-      port = static_cast<unsigned>(std::strtoul(value.data(), nullptr, 10));
+      port = parse_number<unsigned>(flag, value, 0, 65535);
     } else if (flag == "--threads") {
-      threads = static_cast<unsigned>(std::strtoul(value.data(), nullptr, 10));
-    } else if (flag == "--read-timeout") {
-      read_timeout = std::chrono::milliseconds(static_cast<long>(std::strtod(value.data(), nullptr) * 1000));
+      threads = parse_number<unsigned>(flag, value, 1, 1024);
+    } else if (flag == "--read-timeout") {  // seconds, to the millisecond; at least 1 ms
+      double seconds = parse_number<double>(flag, value, 0.001, 86400.0);
+      read_timeout = std::chrono::milliseconds(std::lround(seconds * 1000));
     } else if (flag == "--backend") {
       backend = value == "io_uring" ? corio::io_backend::io_uring
                 : value == "epoll"  ? corio::io_backend::epoll
                 : value == "auto"   ? corio::io_backend::automatic
-                                    : (usage("unknown backend"), corio::io_backend::automatic);
+                                    : (usage("unknown backend ", value), corio::io_backend::automatic);
     } else {
-      usage("unknown flag");
+      usage("unknown flag ", flag);
     }
-  }
-  if (port > 65535 || threads == 0 || read_timeout.count() < 0) {
-    usage("bad --port, --threads or --read-timeout");
   }
 
   // Signals are taken by sigwait on this thread; workers inherit the blocked mask.
@@ -137,6 +154,6 @@ int main(int argc, char** argv) {
   while (live_connections.load() > 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  std::printf("echo_server: %s, %d connection(s) still open closed\n", strsignal(signal), live_connections.load());
+  std::printf("echo_server: %s; closing %d connection(s) still open\n", strsignal(signal), live_connections.load());
   return 0;  // 3. ~runtime cancels what is left and frees it
 }

@@ -40,4 +40,14 @@ done = subprocess.run([sys.argv[1], "--port", str(port), "--backend", sys.argv[2
 if done.returncode != 1 or "cannot listen on port" not in done.stderr:
     sys.exit(f"on a busy port: exit {done.returncode}, stderr {done.stderr!r}")
 PY
-echo "echo_server ($backend): echoed, stopped on SIGTERM, exit 0; a busy port is a clear error"
+# Bad values: exit status 2 and a message naming the flag (a user trial found --threads -2 running out
+# of memory and --port abc listening on an ephemeral port).
+for args in "--threads -2" "--threads 0" "--port abc" "--port 70000" "--read-timeout abc" "--read-timeout 0.0001" \
+            "--backend foo" "--port"; do
+  status=0
+  message=$("$server" $args 2>&1 >/dev/null) || status=$?
+  flag=${args%% *}
+  [[ $status -eq 2 && "$message" == *"$flag"* ]] || { echo "echo_server $args: exit $status, '$message'"; exit 1; }
+done
+"$server" --help | grep -q "usage: echo_server" || { echo "echo_server --help printed no usage"; exit 1; }
+echo "echo_server ($backend): echoed, stopped on SIGTERM, exit 0; a busy port and bad flags are clear errors"
