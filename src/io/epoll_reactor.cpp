@@ -25,8 +25,8 @@
 //   a stale entry belong to the closed socket: they end with -ECANCELED then, never retried on the
 //   new one. A close on a thread that runs a reactor first tells it (forget), which ends that
 //   socket's waiting ops at once.
-// Closed on another thread (fd_records.hpp, "Watcher"): an op that parks notes this reactor as the
-//   number's watcher; a close elsewhere queues (fd, generation) through forget_elsewhere(), and the
+// Closed on another thread (fd_records.hpp, "Watchers"): an op that parks notes this reactor as a
+//   watcher of the number; a close elsewhere queues (fd, generation) through forget_elsewhere(), and the
 //   reactor ends the waiters of an entry still at that generation at the start of its next reap and
 //   right after its wait (an entry already watching a newer socket with that number is left alone:
 //   its watch() ended the old waiters).

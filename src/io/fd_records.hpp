@@ -83,7 +83,7 @@ void withdraw(reactor& self) noexcept;
 /// Guards the reactors' lists of requests from closing threads (held during forget_elsewhere()).
 std::mutex& registry_mutex() noexcept;
 
-/// A reactor's list of what closing threads asked of it (fd_records.hpp, "Watcher"): pushed by them
+/// A reactor's list of what closing threads asked of it (fd_records.hpp, "Watchers"): pushed by them
 /// in forget_elsewhere(), under registry_mutex(); taken whole by the reactor's own thread, which
 /// skips the mutex while a flag says nothing was pushed.
 template <class Request>

@@ -50,7 +50,7 @@ class reactor {
   /// io_source, whose release() ends them).
   virtual void forget(int) noexcept {}
   /// A thread closing `fd` that is not this reactor's, just before the close, under registry_mutex()
-  /// (fd_records.hpp, "Watcher"): queues what ends the requests this reactor holds on that socket
+  /// (fd_records.hpp, "Watchers"): queues what ends the requests this reactor holds on that socket
   /// (the one of `generation`), which it does at its next reap; the caller then wakes it.
   virtual void forget_elsewhere(int fd, std::uint32_t generation) noexcept = 0;
 

@@ -44,8 +44,8 @@
 //   accepted, unless CORIO_URING_MULTISHOT=0) is shut down by its release there, which ends its
 //   requests, and its close tells the source's owner, which lets go of it (uring_source.cpp,
 //   "Release from another thread"). For the others (UDP sockets, sockets without a source), the
-//   first request in the kernel on a number notes this reactor as its watcher (fd_records.hpp,
-//   "Watcher"); a close elsewhere hands over a duplicate of the descriptor (forget_elsewhere, on the
+//   first request in the kernel on a number notes this reactor as a watcher of it (fd_records.hpp,
+//   "Watchers"); a close elsewhere hands over a duplicate of the descriptor (forget_elsewhere, on the
 //   closing thread, before the close), and the next reap submits an ASYNC_CANCEL_FD on it and then
 //   closes the duplicate: the cancel names the closed socket's file even if its number already
 //   names another socket. Nothing else touches the ring off its thread (SINGLE_ISSUER). Sockets

@@ -67,7 +67,7 @@ class uring_reactor final : public reactor {
   }
   void count_in_kernel_slow(int fd, int change) noexcept;
   /// Just issued a request on `fd`, a socket without an io_source: on its first one in the kernel,
-  /// notes this reactor as the number's watcher (fd_records.hpp).
+  /// notes this reactor as a watcher of the number (fd_records.hpp).
   void note_request_without_source(int fd) noexcept;
   /// The start of a reap, and right after its wait: cancels the requests on sockets closed on other
   /// threads (forget_elsewhere) and lets go of their io_sources (release_closed_elsewhere).
@@ -89,8 +89,8 @@ class uring_reactor final : public reactor {
   void finish_here(io_op& op) noexcept;
   void on_source_completion(io_source& source, std::int32_t result, std::uint32_t flags, completion_sink sink) noexcept;
   void arm(io_source& source) noexcept;
-  /// Adopts a new (or orphaned) source: links it, registers a stream's file, notes this reactor as the
-  /// number's watcher.
+  /// Adopts a new (or orphaned) source: links it, registers a stream's file, notes this reactor as a
+  /// watcher of the number.
   void adopt(io_source& source) noexcept;
   /// `fd` was closed on another thread: if this reactor keeps its source and that thread released it,
   /// lets go of it now (release()), instead of at a multishot CQE that may never come.

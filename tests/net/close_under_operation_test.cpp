@@ -1,6 +1,6 @@
 // Closing a socket while one of its operations is pending (a misuse, as for a descriptor) ends that
 // operation with operation_canceled instead of leaving it waiting forever, on both backends, whether
-// the close is made on the operation's thread or on another one (fd_records.hpp, "Watcher"); and a
+// the close is made on the operation's thread or on another one (fd_records.hpp, "Watchers"); and a
 // socket closed on another thread never lets its pending read see the input of the socket that
 // reuses its descriptor number.
 #include <corio/detail/io_slot.hpp>
