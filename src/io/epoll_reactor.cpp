@@ -278,11 +278,11 @@ class epoll_reactor final : public reactor {
       }
       if ((event.events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) {
         entry.readable = true;
-        retry(entry, entry.readers, entry.readable);
+        retry(entry, true);  // its readers
       }
       if ((event.events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0) {
         entry.writable = true;
-        retry(entry, entry.writers, entry.writable);
+        retry(entry, false);  // its writers
       }
     }
     while (io_op* op = finished_.pop()) {
@@ -379,9 +379,11 @@ class epoll_reactor final : public reactor {
     entry.registered = false;
   }
 
-  // Runs the waiting ops of one direction of `entry` in order until one would block (or a read
-  // drained the socket); `ready` is that direction's flag.
-  void retry(const fd_entry& entry, op_list& waiting, bool& ready) noexcept {
+  // Runs the waiting ops of one direction of `entry` (its readers, or its writers) in order until one
+  // would block (or a read drained the socket), which clears that direction's flag.
+  void retry(fd_entry& entry, bool readers) noexcept {
+    op_list& waiting = readers ? entry.readers : entry.writers;
+    bool& ready = readers ? entry.readable : entry.writable;
     while (io_op* op = waiting.head) {
       int result = attempt_whole(*op);
       if (result == -EAGAIN) {

@@ -126,7 +126,8 @@ void worker::overflow_to_inject(std::coroutine_handle<> handle) {
 std::coroutine_handle<> worker::next_task() {
   ++tick_;
   if (tick_ % maintenance_interval == 0) {
-    io_.maintain(std::max(queue_room(), min_reap), maintenance_interval, queue_.size());
+    std::size_t queued = queue_.size();  // one snapshot for both: size() is two seq_cst loads
+    io_.maintain(std::max(queue_capacity - queued, min_reap), maintenance_interval, queued);
     fire_due_timers();
     if (auto from_inject = take_from_inject()) {
       return from_inject;
