@@ -300,6 +300,11 @@ void uring_reactor::cancel_all_and_reap(completion_sink sink) noexcept {
 }
 
 io_uring_sqe* uring_reactor::next_sqe(unsigned room) noexcept {
+  if (room == 1) {
+    if (io_uring_sqe* sqe = io_uring_get_sqe(&ring_)) {
+      return sqe;  // the common case: one look at the ring's head
+    }
+  }
   while (io_uring_sq_space_left(&ring_) < room) {  // the SQ is full: hand this turn's entries to the kernel early
     io_uring_submit(&ring_);
   }

@@ -32,6 +32,7 @@ worker::worker(scheduler& owner, std::size_t index, io_backend backend) noexcept
       index_(index),
       io_(parker_, owner, backend, true, queue_capacity),
       chain_clock_(chain_bound),
+      until_maintenance_(maintenance_interval),
       random_state_(static_cast<std::uint32_t>(index * 2654435761u + 1)) {}
 
 void worker::run() {
@@ -39,7 +40,8 @@ void worker::run() {
   current_executor = &owner_;
   current_timers = &timers_;
   io_slot::scope io_scope(io_);
-  io_.set_exclusive(owner_.worker_count() == 1);  // no stealing: a socket's multishot state may stay here
+  alone_ = owner_.worker_count() == 1;
+  io_.set_exclusive(alone_);  // no stealing: a socket's multishot state may stay here
   for (;;) {
     std::coroutine_handle<> next = next_task();
     if (!next) {
@@ -124,8 +126,8 @@ void worker::overflow_to_inject(std::coroutine_handle<> handle) {
 }
 
 std::coroutine_handle<> worker::next_task() {
-  ++tick_;
-  if (tick_ % maintenance_interval == 0) {
+  if (--until_maintenance_ == 0) {
+    until_maintenance_ = maintenance_interval;
     std::size_t queued = queue_.size();  // one snapshot for both: size() is two seq_cst loads
     io_.maintain(std::max(queue_capacity - queued, min_reap), maintenance_interval, queued);
     fire_due_timers();
@@ -137,7 +139,7 @@ std::coroutine_handle<> worker::next_task() {
     return chained;
   }
   in_chain_ = false;
-  if (void* local = queue_.pop()) {
+  if (void* local = pop_local()) {
     return as_handle(local);
   }
   if (auto from_inject = take_from_inject()) {
@@ -146,7 +148,7 @@ std::coroutine_handle<> worker::next_task() {
   if (fire_due_timers() && lifo_) {
     return std::exchange(lifo_, {});
   }
-  if (void* local = queue_.pop()) {
+  if (void* local = pop_local()) {
     return as_handle(local);
   }
   return {};

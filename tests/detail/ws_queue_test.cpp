@@ -1,4 +1,4 @@
-// The worker's local run queue: push_batch against push, pop and a concurrent thief.
+// The worker's local run queue: push_batch against push, pop, pop_unshared and a concurrent thief.
 #include <corio/detail/ws_queue.hpp>
 
 #include <gtest/gtest.h>
@@ -51,6 +51,27 @@ TEST(ws_queue, batches_wrap_around_the_slots) {
   for (std::size_t i = 0; i < popped.size(); ++i) {
     EXPECT_EQ(popped[i], i + 1);
   }
+}
+
+// A queue nobody steals from (a one-worker runtime): the plain-store pop keeps FIFO order across the
+// slots' end, frees room for push(), and size() sees each pop.
+TEST(ws_queue, an_unshared_pop_keeps_order_and_frees_room) {
+  small_queue queue;
+  std::uintptr_t next = 1;
+  std::uintptr_t expected = 1;
+  for (int round = 0; round < 10; ++round) {
+    while (queue.push(as_item(next))) {
+      ++next;
+    }
+    EXPECT_EQ(queue.size(), 4u);
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(reinterpret_cast<std::uintptr_t>(queue.pop_unshared()), expected++);
+    }
+    EXPECT_EQ(queue.size(), 1u);
+  }
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(queue.pop_unshared()), expected++);
+  EXPECT_EQ(queue.pop_unshared(), nullptr);
+  EXPECT_EQ(expected, next);
 }
 
 // The owner publishes batches while a thief steals: every item is taken exactly once, by one side,

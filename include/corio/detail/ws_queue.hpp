@@ -19,7 +19,8 @@
 //  - push_batch() writes its slots, then publishes them all with one seq_cst tail_ store: the same
 //    pairs as push(), one locked instruction for the batch (a seq_cst store is an XCHG on x86: per
 //    push, it was one of the three locked operations each I/O completion cost a worker).
-// Threads: push(), push_batch() and pop() by the owner only; steal_half() by any other worker; size() anyone.
+// Threads: push(), push_batch(), pop() and pop_unshared() by the owner only (pop_unshared() only while
+// no thief exists); steal_half() by any other worker; size() anyone.
 // Rejected: Chase-Lev (LIFO for the owner; we want FIFO fairness plus a separate LIFO slot);
 // an unbounded queue (overflow goes to the runtime's injection queue instead, as in tokio).
 #include <array>
@@ -75,6 +76,19 @@ class ws_queue {
         return item;
       }
     }
+  }
+
+  /// Owner only, and only while no other thread can take from the queue (a runtime of one worker has
+  /// no thieves): pop() without the CAS. The head is published with a release store, which is all
+  /// the owner's own push() and size() readers need.
+  void* pop_unshared() noexcept {
+    std::uint64_t head = head_.load(std::memory_order_relaxed);
+    if (head == tail_.load(std::memory_order_relaxed)) {
+      return nullptr;
+    }
+    void* item = slots_[head & mask].load(std::memory_order_relaxed);
+    head_.store(head + 1, std::memory_order_release);
+    return item;
   }
 
   /// Owner only: removes up to `max` of the oldest items into `out`; returns how many.
