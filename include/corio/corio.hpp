@@ -1,21 +1,34 @@
 #pragma once
-// Everything in corio's public API, for users who prefer one include.
+// Everything in corio's public API, for users who prefer one include: every header under corio/ and
+// corio/net/ except detail/ (tests/headers/check_headers.sh fails if one is missing).
 #include <corio/async_mutex.hpp>
+#include <corio/broadcast.hpp>
 #include <corio/cancellation.hpp>
+#include <corio/channel.hpp>
 #include <corio/condition_variable.hpp>
 #include <corio/errors.hpp>
 #include <corio/event.hpp>
 #include <corio/event_loop.hpp>
 #include <corio/generator.hpp>
+#include <corio/io_backend.hpp>
 #include <corio/join_handle.hpp>
 #include <corio/join_set.hpp>
+#include <corio/oneshot.hpp>
 #include <corio/runtime.hpp>
 #include <corio/scope.hpp>
+#include <corio/select.hpp>
 #include <corio/semaphore.hpp>
 #include <corio/sync_wait.hpp>
 #include <corio/task.hpp>
 #include <corio/time.hpp>
 #include <corio/wait_group.hpp>
+#include <corio/watch.hpp>
 #include <corio/when_all.hpp>
 #include <corio/when_any.hpp>
 #include <corio/yield.hpp>
+#include <corio/net/endpoint.hpp>
+#include <corio/net/error.hpp>
+#include <corio/net/resolve.hpp>
+#include <corio/net/tcp_listener.hpp>
+#include <corio/net/tcp_stream.hpp>
+#include <corio/net/udp_socket.hpp>

@@ -44,6 +44,9 @@ endpoint::endpoint() noexcept : storage_{} {
 }
 
 std::optional<endpoint> endpoint::parse(std::string_view address, std::uint16_t port) {
+  if (address.find('\0') != std::string_view::npos) {
+    return std::nullopt;  // inet_pton and if_nametoindex would stop at it and accept what comes before
+  }
   auto bare = strip_brackets(address);
   if (!bare) {
     return std::nullopt;
@@ -54,6 +57,9 @@ std::optional<endpoint> endpoint::parse(std::string_view address, std::uint16_t 
   if (auto percent = text.find('%'); percent != std::string::npos) {
     scope = text.substr(percent + 1);
     text.resize(percent);
+    if (scope.empty()) {
+      return std::nullopt;  // a '%' promises a scope id: without one the text is cut short
+    }
   }
   auto& v4 = reinterpret_cast<sockaddr_in&>(result.storage_);
   auto& v6 = reinterpret_cast<sockaddr_in6&>(result.storage_);

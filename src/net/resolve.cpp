@@ -5,8 +5,10 @@
 
 #include <netdb.h>
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <system_error>
 
 namespace corio::net {
@@ -40,9 +42,27 @@ lookup getaddrinfo_blocking(const std::string& host, std::uint16_t port) {
   return result;
 }
 
+// What a failed lookup says before the error's own message. A host that looks like "host:port" (one
+// ':', which no IPv6 address has, or a bracketed address followed by ':') fails as a name nobody
+// knows; the hint tells the caller where the port goes instead.
+std::string failure_context(const std::string& host) {
+  std::string context = "corio::net::resolve " + host;
+  bool one_colon = std::count(host.begin(), host.end(), ':') == 1;
+  if (one_colon || (host.starts_with('[') && host.find("]:") != std::string::npos)) {
+    context += " (the port is a separate argument: resolve(host, port), not resolve(\"host:port\", ...))";
+  }
+  return context;
+}
+
 }  // namespace
 
 task<std::vector<endpoint>> resolve(std::string host, std::uint16_t port) {
+  // getaddrinfo and inet_pton read the host as a C string and would answer for the part before a NUL.
+  if (auto nul = host.find('\0'); nul != std::string::npos) {
+    throw std::system_error(std::error_code(EAI_NONAME, resolve_category()),
+                            "corio::net::resolve: the host holds a NUL character (at offset " + std::to_string(nul) +
+                                "), which no name or address can");
+  }
   if (auto numeric = endpoint::parse(host, port)) {
     co_return std::vector<endpoint>{*numeric};
   }
@@ -52,9 +72,9 @@ task<std::vector<endpoint>> resolve(std::string host, std::uint16_t port) {
   lookup result = co_await spawn_blocking([&host, port] { return getaddrinfo_blocking(host, port); });
   if (result.status != 0) {
     if (result.status == EAI_SYSTEM) {
-      throw std::system_error(std::error_code(result.system_error, std::system_category()), "corio::net::resolve");
+      throw std::system_error(std::error_code(result.system_error, std::system_category()), failure_context(host));
     }
-    throw std::system_error(std::error_code(result.status, resolve_category()), "corio::net::resolve " + host);
+    throw std::system_error(std::error_code(result.status, resolve_category()), failure_context(host));
   }
   co_return std::move(result.endpoints);
 }

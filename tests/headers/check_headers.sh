@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Header self-containment check: every public header compiles on its own.
+# Header checks: every public header compiles on its own, and <corio/corio.hpp> includes
+# every public one.
 #
 # usage: tests/headers/check_headers.sh [build dir]      (default: build/headers)
 #   env: CXXS   compilers to check with  (default: "g++ clang++-19")
@@ -8,9 +9,11 @@
 # For each include/corio/**/*.hpp (detail/ too) and each compiler, this compiles a
 # translation unit holding only `#include <corio/that.hpp>`, with the library's own
 # warning flags plus -fsyntax-only. A header that leans on something its includer
-# happened to include first fails here. Output of every failure is printed; the exit
-# status is 1 if any header failed, and also if there are no headers (a check that
-# checks nothing should not pass).
+# happened to include first fails here. Then each header outside detail/ must appear
+# in <corio/corio.hpp>, which promises the whole public API: a new header is easily
+# left out of it, and nothing else would notice. Output of every failure is printed;
+# the exit status is 1 if any check failed, and also if there are no headers (a check
+# that checks nothing should not pass).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -56,9 +59,18 @@ for cxx in "${cxxs[@]}"; do
   done
 done
 
+umbrella=corio/corio.hpp
+left_out=0
+for h in "${headers[@]}"; do
+  if [[ $h != corio/detail/* && $h != "$umbrella" ]] && ! grep -qxF "#include <$h>" "$root/include/$umbrella"; then
+    left_out=$((left_out + 1))
+    echo "---- <$umbrella> does not include the public header <$h>"
+  fi
+done
+
 total=$((${#headers[@]} * ${#cxxs[@]}))
-if ((failed)); then
-  echo "headers: $failed of $total checks failed" >&2
+if ((failed || left_out)); then
+  echo "headers: $failed of $total checks failed; $left_out public headers missing from <$umbrella>" >&2
   exit 1
 fi
-echo "headers: ${#headers[@]} headers x ${#cxxs[@]} compilers self-contained"
+echo "headers: ${#headers[@]} headers x ${#cxxs[@]} compilers self-contained; <$umbrella> includes every public one"

@@ -3,7 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <string_view>
+
 namespace {
+
+using namespace std::string_view_literals;
 
 using corio::net::endpoint;
 
@@ -31,6 +36,27 @@ TEST(endpoint, rejects_malformed_text) {
                           "[127.0.0.1]:80", "300.1.1.1:80", "host:80", "[::1]:-1"}) {
     EXPECT_FALSE(endpoint::parse(bad)) << bad;
   }
+}
+
+// A '%' promises a scope id (an interface name or number); with nothing after it the text is cut
+// short, not an address without a scope.
+TEST(endpoint, an_empty_scope_id_is_malformed) {
+  auto scoped = endpoint::parse("[fe80::1%1]:80");
+  ASSERT_TRUE(scoped);
+  EXPECT_NE(scoped->to_string().find('%'), std::string::npos) << scoped->to_string();
+  for (const char* bad : {"[fe80::1%]:80", "[::1%]:80", "127.0.0.1%:80"}) {
+    EXPECT_FALSE(endpoint::parse(bad)) << bad;
+  }
+  EXPECT_FALSE(endpoint::parse("fe80::1%", 80));
+  EXPECT_FALSE(endpoint::parse("[fe80::1%]", 80));
+}
+
+// The address and scope go to C functions that would stop at a NUL and accept what comes before it.
+TEST(endpoint, text_holding_a_nul_character_is_malformed) {
+  EXPECT_FALSE(endpoint::parse("127.0.0.1\0junk:80"sv));
+  EXPECT_FALSE(endpoint::parse("[::1\0junk]:80"sv));
+  EXPECT_FALSE(endpoint::parse("[fe80::1%lo\0junk]:80"sv));
+  EXPECT_FALSE(endpoint::parse("127.0.0.1\0"sv, 80));
 }
 
 TEST(endpoint, an_address_alone_may_carry_one_pair_of_brackets_around_ipv6) {

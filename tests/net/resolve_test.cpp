@@ -1,13 +1,18 @@
 // corio::net::resolve: numeric hosts (bracketed IPv6 too) without a lookup, names through the blocking
-// pool, failures as errors, and the misuse of a name lookup on an event loop.
+// pool, failures as errors (a NUL in the host, a hint for "host:port"), and the misuse of a name lookup
+// on an event loop.
+#include <corio/net/error.hpp>
 #include <corio/net/resolve.hpp>
 #include <corio/runtime.hpp>
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
+#include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "support/net.hpp"
@@ -47,21 +52,54 @@ TEST(resolve, a_bracketed_ipv6_address_needs_no_lookup) {
 // The error is examined on the worker, inside the task that awaited the lookup: the exception object
 // then never crosses threads (block_on would rethrow on the caller's thread the object the finished
 // task's root still references, released by the worker through libstdc++'s uninstrumented refcount).
-corio::task<std::error_code> failed_lookup_error() {
+struct failure {
+  std::error_code code;  // empty if the lookup succeeded
+  std::string message;
+};
+
+corio::task<failure> resolve_failure(std::string host, std::uint16_t port) {
   try {
-    co_await corio::net::resolve("no-such-host.invalid", 1);
+    co_await corio::net::resolve(std::move(host), port);
   } catch (const std::system_error& e) {
-    co_return e.code();
+    co_return failure{e.code(), e.what()};
   }
-  co_return std::error_code();
+  co_return failure{};
 }
 
 TEST(resolve, a_failed_lookup_carries_the_resolver_category) {
   corio::runtime rt(corio::test::runtime_options(corio::io_backend::automatic));
-  std::error_code error = rt.block_on(failed_lookup_error());
+  std::error_code error = rt.block_on(resolve_failure("no-such-host.invalid", 1)).code;
   ASSERT_TRUE(error) << "a lookup of an invalid name succeeded";
   EXPECT_EQ(&error.category(), &corio::net::resolve_category()) << error.message();
   EXPECT_FALSE(error.message().empty());
+}
+
+// getaddrinfo and inet_pton read the host as a C string: they would stop at the NUL and answer for the
+// part before it. The host is checked before anything else, so an event loop gets this error too (not
+// the logic_error of a name lookup).
+TEST(resolve, a_host_holding_a_nul_character_is_rejected) {
+  corio::test::run_on_loop(corio::io_backend::automatic, []() -> corio::task<void> {
+    const std::string hosts[] = {std::string("127.0.0.1\0junk", 14), std::string("localhost\0junk", 14)};
+    for (const std::string& host : hosts) {
+      failure found = co_await resolve_failure(host, 80);
+      EXPECT_EQ(&found.code.category(), &corio::net::resolve_category()) << found.message;
+      EXPECT_NE(found.message.find("NUL"), std::string::npos) << found.message;
+    }
+  });
+}
+
+// resolve("localhost:8080", 8080) is a lookup of a name with a colon in it, which fails; the message
+// says where the port goes. A plain failed name gets no such hint.
+TEST(resolve, a_failed_host_with_a_port_says_the_port_is_a_separate_argument) {
+  corio::runtime rt(corio::test::runtime_options(corio::io_backend::automatic));
+  for (const char* host : {"localhost:8080", "127.0.0.1:8080", "[::1]:8080"}) {
+    failure found = rt.block_on(resolve_failure(host, 8080));
+    ASSERT_TRUE(found.code) << host << " resolved";
+    EXPECT_NE(found.message.find("the port is a separate argument"), std::string::npos) << found.message;
+  }
+  failure plain = rt.block_on(resolve_failure("no-such-host.invalid", 1));
+  ASSERT_TRUE(plain.code);
+  EXPECT_EQ(plain.message.find("the port is a separate argument"), std::string::npos) << plain.message;
 }
 
 }  // namespace

@@ -22,7 +22,8 @@ class endpoint {
   endpoint() noexcept;
 
   /// Parses "1.2.3.4:80", "[::1]:80" (IPv6 in brackets, as in URLs) or "[fe80::1%eth0]:80". Numeric
-  /// addresses only (names go through corio::net::resolve). Returns nothing on malformed text.
+  /// addresses only (names go through corio::net::resolve). Returns nothing on malformed text, which
+  /// includes a '%' with no scope id after it and any NUL character.
   static std::optional<endpoint> parse(std::string_view text);
   /// Parses a numeric address without a port ("127.0.0.1", "::1", or "[::1]": one pair of brackets
   /// around an IPv6 address is accepted and stripped) and pairs it with `port`.

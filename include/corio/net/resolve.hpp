@@ -14,7 +14,9 @@ namespace corio::net {
 /// numeric host is parsed at once, anywhere, by endpoint::parse(host, port). A name is looked up with
 /// getaddrinfo on the runtime's blocking pool (spawn_blocking), so the worker keeps running other
 /// tasks; on an event loop, which has no blocking pool, a name throws std::logic_error.
-/// Failure throws std::system_error in resolve_category() naming "corio::net::resolve". The lookup
+/// Failure throws std::system_error in resolve_category() naming "corio::net::resolve" and the host,
+/// with a hint when the host looks like "host:port" (the port is the separate argument). A host holding
+/// a NUL character fails so at once (EAI_NONAME), before any parse or lookup, on a loop too. The lookup
 /// itself cannot be cancelled once started (getaddrinfo cannot be interrupted).
 ///
 ///     auto endpoints = co_await corio::net::resolve("localhost", 8080);
