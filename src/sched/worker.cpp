@@ -32,6 +32,7 @@ worker::worker(scheduler& owner, std::size_t index, io_backend backend) noexcept
       index_(index),
       io_(parker_, owner, backend, true, queue_capacity),
       chain_clock_(chain_bound),
+      spin_(reactor_spin),
       until_maintenance_(maintenance_interval),
       random_state_(static_cast<std::uint32_t>(index * 2654435761u + 1)) {}
 
@@ -228,27 +229,41 @@ bool worker::fire_due_timers() { return timers_.fire_due() != 0; }
 
 // Before sleeping with I/O in flight, poll the reactor for a short while: a request/response peer
 // usually answers within tens of microseconds, and catching that answer awake spares the sleep and
-// the wake-up (on a VM, a halted vCPU and an IPI). Bounded, and only while operations are pending, so
+// the wake-up (on a VM, a halted vCPU and an IPI). Polls for `length` (spin_budget.hpp: shorter, down to
+// a single poll, while peers answer later than a spin), and only while operations are pending, so
 // an idle runtime still sleeps at once after one short spin. Not in the sleeper list yet: work pushed
 // from outside meanwhile is seen through work_visible().
-bool worker::spin_on_reactor() {
-  if (!io_.has_pending() || owner_.draining()) {
-    return false;
-  }
-  const auto give_up = std::chrono::steady_clock::now() + reactor_spin;
-  do {
+bool worker::spin_on_reactor(std::chrono::nanoseconds length) {
+  const auto give_up = std::chrono::steady_clock::now() + length;
+  for (bool first = true;; first = false) {
     io_.poll(queue_room());
     if (lifo_ || after_lifo_ || has_queued_work() || owner_.work_visible() || is_due(timers_.time_until_earliest())) {
+      if (!first) {
+        spin_.caught();  // found by waiting; what the first poll finds (a send it submitted) a lone poll finds too
+      }
       return true;
     }
-  } while (io_.has_pending() && std::chrono::steady_clock::now() < give_up);
-  return false;
+    if (!io_.has_pending() || std::chrono::steady_clock::now() >= give_up) {
+      return false;
+    }
+  }
 }
 
 void worker::park() {
-  if (spin_on_reactor()) {
+  if (!io_.has_pending() || owner_.draining()) {
+    sleep();
     return;
   }
+  const auto length = spin_.start();
+  if (spin_on_reactor(length)) {
+    return;
+  }
+  const auto slept_from = std::chrono::steady_clock::now();
+  sleep();
+  spin_.gave_up(length, std::chrono::steady_clock::now() - slept_from);
+}
+
+void worker::sleep() {
   idle_workers& idle = owner_.idle();
   idle.begin_sleep(index_, std::exchange(searching_, false));
   auto until_timer = timers_.time_until_earliest();

@@ -14,6 +14,8 @@
 //   5. search: steal half of a random victim's queue, at most half the workers searching at once;
 //   6. park (idle.hpp), with a timeout at this worker's earliest timer; with I/O in flight, first poll
 //      the reactor for up to 50 us (spin_on_reactor): a peer that answers within that is caught awake.
+//      The spin is shorter, down to a single poll, while the waits before it showed that peers answer
+//      later than that (spin_budget.hpp).
 // Chains: the run of tasks taken from the slots without a step 3-5 task between them. Its clock
 //   starts at its first slot task and is read once per slot task (chain_clock.hpp: rdtsc where it is
 //   invariant, else steady_clock). Once a chain has run for chain_bound, both slots go to the queue's
@@ -60,6 +62,7 @@
 //   slots or the queue past the deadline are dropped unrun, like the queue's: each belongs to a root
 //   frame, which the scheduler destroys exactly once (scheduler.hpp, step 6).
 #include <atomic>
+#include <chrono>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
@@ -67,6 +70,7 @@
 
 #include <corio/detail/io_slot.hpp>
 #include <corio/detail/parker.hpp>
+#include <corio/detail/spin_budget.hpp>
 #include <corio/detail/timer_queue.hpp>
 #include <corio/detail/ws_queue.hpp>
 
@@ -114,8 +118,9 @@ class worker {
   std::coroutine_handle<> take_from_inject();
   std::coroutine_handle<> search();
   void stop_searching();
-  bool spin_on_reactor();
+  bool spin_on_reactor(std::chrono::nanoseconds length);
   void park();
+  void sleep();  // park() after the spin: on the sleeper list, in the parker until woken or a timer is due
   void leave_sleep();
   void push_back(std::coroutine_handle<> handle);
   void push_back_and_notify(std::coroutine_handle<> handle);
@@ -134,6 +139,7 @@ class worker {
   std::coroutine_handle<> lifo_;        // woken by the task running here; runs next
   std::coroutine_handle<> after_lifo_;  // spent its budget while lifo_ was full; runs after lifo_
   chain_clock chain_clock_;
+  spin_budget spin_;  // how long the next spin_on_reactor may poll
   std::uint64_t chain_start_ = 0;  // chain_clock_ ticks at the current chain's first slot task
   bool in_chain_ = false;
   std::uint64_t until_maintenance_;  // ticks left before the next maintenance tick (a division fewer per task)
