@@ -74,10 +74,12 @@ task<T> with_stop_token(std::stop_token token, task<T> body) {
   if (!body.valid()) {
     throw invalid_task("corio::with_stop_token: empty or finished task");
   }
-  detail::race_cancellation cancellation(co_await detail::current_stop_token{});
-  std::stop_callback<detail::request_stop_of> bridge(std::move(token), detail::request_stop_of{&cancellation.source()});
+  detail::stop_state* outer = co_await detail::current_stop_token{};
+  detail::fixed_race<1> cancellation(outer, 1);  // the body's own state, stopped by the awaiting task's
+  detail::stop_state& stop = cancellation.operands()[0];
+  std::stop_callback<detail::request_stop_of> bridge(std::move(token), detail::request_stop_of{&stop});
   auto handle = body.release();
-  handle.promise().stop_ = cancellation.token();
+  handle.promise().stop_ = &stop;
   co_return co_await task<T>{handle};
 }
 

@@ -1,7 +1,10 @@
 #pragma once
 // corio::when_any: await several operations concurrently, keep the first to finish, cancel the rest.
+#include <array>
 #include <cstddef>
+#include <memory>
 #include <optional>
+#include <span>
 #include <tuple>
 #include <utility>
 #include <variant>
@@ -27,24 +30,45 @@ struct current_stop_token {
   stop_state* await_resume() const noexcept { return token_; }
 };
 
-/// The operands' stop source: requested by the first operand to finish, and by the awaiting task's
-/// own cancellation.
+/// Each operand's own stop state (in `States`: a std::array for the variadic form, a
+/// std::unique_ptr<stop_state[]> for the range form): requested for every operand but the first to
+/// complete (combinator_state::operand_done), and for all by the awaiting task's own cancellation.
+/// Own states, not one shared by all, so the winner takes its result under no stop: a stream read
+/// that won keeps its bytes, one that lost gives them back to its stream (detail/read_stash.hpp).
+template <class States, class Forwards>
 class race_cancellation {
  public:
-  explicit race_cancellation(stop_state* outer) {
+  race_cancellation(stop_state* outer, std::size_t count)
+      : states_(make<States>(count)), forwards_(make<Forwards>(count)), count_(count) {
     if (outer != nullptr) {
-      forward_.emplace(*outer, request_stop_of{&source_});
+      for (std::size_t i = 0; i < count_; ++i) {
+        forwards_[i].emplace(*outer, request_stop_of{&states_[i], outer});
+      }
     }
   }
   race_cancellation(const race_cancellation&) = delete;
   race_cancellation& operator=(const race_cancellation&) = delete;
-  stop_state& source() noexcept { return source_; }
-  stop_state* token() noexcept { return &source_; }
+  std::span<stop_state> operands() noexcept { return {&states_[0], count_}; }
 
  private:
-  stop_state source_;  // declared first, destroyed last: the forwarding callback points at it
-  std::optional<stop_callback<request_stop_of>> forward_;
+  // Storage for `count` elements: a std::array as it is, a std::unique_ptr<T[]> allocated.
+  template <class Storage>
+  static Storage make(std::size_t count) {
+    if constexpr (requires { typename Storage::element_type; }) {
+      return std::make_unique<typename Storage::element_type[]>(count);
+    } else {
+      return Storage{};
+    }
+  }
+
+  States states_;      // declared first, destroyed last: the forwarding callbacks point at them
+  Forwards forwards_;
+  std::size_t count_;
 };
+
+template <std::size_t N>
+using fixed_race = race_cancellation<std::array<stop_state, N>, std::array<std::optional<stop_callback<request_stop_of>>, N>>;
+using sized_race = race_cancellation<std::unique_ptr<stop_state[]>, std::unique_ptr<std::optional<stop_callback<request_stop_of>>[]>>;
 
 }  // namespace detail
 
@@ -59,7 +83,10 @@ struct when_any_result {
 /// index() is the winner's position (`void` becomes std::monostate). As soon as one finishes the
 /// others are cancelled (they see corio::cancelled at their next suspension point), and when_any
 /// completes once all have stopped, so no operand outlives it. If the winner failed, its exception is
-/// rethrown; the losers' outcomes are discarded. Resumes on the thread where the last operand stopped.
+/// rethrown; the losers' outcomes are discarded. A loser that completed anyway takes its result
+/// under a requested stop, so a stream read that lost keeps its bytes for the stream's next read
+/// (tcp_stream::read_some); a channel recv that lost may still have taken its value (select is the
+/// race for channels). Resumes on the thread where the last operand stopped.
 ///
 ///     auto first = co_await corio::when_any(read_reply(), corio::sleep_for(1s));
 ///     if (first.index() == 1) { /* timed out */ }
@@ -67,13 +94,16 @@ template <class... Awaitables>
 task<std::variant<detail::non_void_t<detail::await_result_t<Awaitables>>...>> when_any(Awaitables... awaitables) {
   static_assert(sizeof...(Awaitables) > 0, "corio::when_any needs at least one operand");
   using result_type = std::variant<detail::non_void_t<detail::await_result_t<Awaitables>>...>;
-  detail::race_cancellation cancellation(co_await detail::current_stop_token{});
+  constexpr std::size_t count = sizeof...(Awaitables);
+  detail::stop_state* outer = co_await detail::current_stop_token{};
+  detail::fixed_race<count> cancellation(outer, count);
   detail::combinator_state join;
-  join.cancel_on_first = &cancellation.source();
+  join.operand_stops = cancellation.operands();
   std::tuple children{detail::make_join_child(std::move(awaitables))...};
-  co_await detail::join_all_awaiter{join, sizeof...(Awaitables), [&](const detail::promise_base* parent) {
+  co_await detail::join_all_awaiter{join, count, [&](const detail::promise_base* parent) {
     std::size_t index = 0;
-    std::apply([&](auto&... child) { (child.start(join, index++, cancellation.token(), parent), ...); }, children);
+    std::apply([&](auto&... child) { ((child.start(join, index, &join.operand_stops[index], parent), ++index), ...); },
+               children);
   }};
   std::size_t winner = join.first_done.load(std::memory_order_acquire);
   std::optional<result_type> result;
@@ -94,9 +124,11 @@ task<std::conditional_t<std::is_void_v<T>, std::size_t, when_any_result<T>>> whe
   if (tasks.empty()) {
     throw std::invalid_argument("corio::when_any: no tasks to wait for");
   }
-  detail::race_cancellation cancellation(co_await detail::current_stop_token{});
+  const std::size_t count = tasks.size();
+  detail::stop_state* outer = co_await detail::current_stop_token{};
+  detail::sized_race cancellation(outer, count);
   detail::combinator_state join;
-  join.cancel_on_first = &cancellation.source();
+  join.operand_stops = cancellation.operands();
   std::vector<detail::join_child<T>> children;
   children.reserve(tasks.size());
   for (task<T>& each : tasks) {
@@ -104,7 +136,7 @@ task<std::conditional_t<std::is_void_v<T>, std::size_t, when_any_result<T>>> whe
   }
   co_await detail::join_all_awaiter{join, children.size(), [&](const detail::promise_base* parent) {
     for (std::size_t i = 0; i < children.size(); ++i) {
-      children[i].start(join, i, cancellation.token(), parent);
+      children[i].start(join, i, &join.operand_stops[i], parent);
     }
   }};
   std::size_t winner = join.first_done.load(std::memory_order_acquire);

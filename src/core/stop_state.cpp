@@ -39,7 +39,7 @@ std::uint32_t stop_state::lock_contended() noexcept {
   }
 }
 
-bool stop_state::request_stop() noexcept {
+bool stop_state::request_stop(bool for_deadline) noexcept {
   if (!stop_possible()) {
     return false;
   }
@@ -48,7 +48,7 @@ bool stop_state::request_stop() noexcept {
     unlock(word);
     return false;
   }
-  word |= requested;  // published by the next unlock, before any callback runs
+  word |= for_deadline ? requested | deadline : requested;  // published by the next unlock, before any callback runs
   requester_ = this_thread_id();
   while (head_ != nullptr) {
     stop_callback_base& callback = *head_;

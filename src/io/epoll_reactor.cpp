@@ -380,11 +380,20 @@ class epoll_reactor final : public reactor {
   }
 
   // Runs the waiting ops of one direction of `entry` (its readers, or its writers) in order until one
-  // would block (or a read drained the socket), which clears that direction's flag.
+  // would block (or a read drained the socket), which clears that direction's flag. An op whose
+  // cancel was requested meanwhile (a stop callback on another thread) ends cancelled without its
+  // syscall: a read must not take data, nor an error meant for the next reader, for a task that is
+  // being cancelled.
   void retry(fd_entry& entry, bool readers) noexcept {
     op_list& waiting = readers ? entry.readers : entry.writers;
     bool& ready = readers ? entry.readable : entry.writable;
     while (io_op* op = waiting.head) {
+      if (op->state.load(std::memory_order_acquire) == io_state::cancel_requested) {
+        waiting.pop();
+        op->result = -ECANCELED;  // its slot's cancel request then finds it unlinked (cancel())
+        finished_.push(*op);
+        continue;
+      }
       int result = attempt_whole(*op);
       if (result == -EAGAIN) {
         ready = false;

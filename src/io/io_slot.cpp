@@ -178,11 +178,14 @@ io_slot* io_slot::route(io_op& op) {
   if (home != nullptr && !exclusive_ && shares_executor_with(*home)) {
     return home;
   }
-  if (home == nullptr || exclusive_) {
-    op.result = home == nullptr ? -ECANCELED : -EXDEV;  // its home is shutting down; kept by another executor
+  if (home == nullptr || exclusive_ || reactor_->keeps_multishot(op)) {
+    // Its home is shutting down; or another executor keeps it, and either runs every task here (an
+    // event loop, a one-worker runtime: nowhere to hand the op to) or holds a multishot request on it
+    // that would take what a single-shot op here waits for (a read from a two-worker runtime hung).
+    op.result = home == nullptr ? -ECANCELED : -EXDEV;
     return nullptr;
   }
-  op.source = nullptr;  // another executor's socket: single-shot here
+  op.source = nullptr;  // another executor's socket, no multishot at its home: single-shot here
   return this;
 }
 
@@ -341,6 +344,12 @@ bool io_awaiter::start(std::coroutine_handle<> self, stop_state* stop) {
     op_.result = -ECANCELED;
     return yield_if_budget_spent(self);  // cancelled without suspending still spends the budget
   }
+  if (op_.kind == io_kind::recv && (op_.length == 0 || (stash_ != nullptr && !stash_->empty()))) {
+    // Nothing to wait for: an empty buffer reads nothing; bytes a cancelled read left come first.
+    std::span<std::byte> into(static_cast<std::byte*>(op_.buffer), op_.length);
+    op_.result = into.empty() ? 0 : static_cast<std::int32_t>(stash_->take(into));
+    return yield_if_budget_spent(self);
+  }
   io_slot* slot = current_io_slot;
   if (slot == nullptr) {
     throw std::logic_error(std::string(what_) + ": no event loop or runtime runs on this thread");
@@ -364,6 +373,10 @@ bool io_awaiter::offer_deadline(std::chrono::steady_clock::time_point deadline) 
   return slot != nullptr && slot->link_deadline(op_, deadline);
 }
 
+bool io_awaiter::cancellation_requested() const noexcept {
+  return (stop_ != nullptr && stop_->stop_requested()) || deadline_cancelled();
+}
+
 bool io_awaiter::deadline_cancelled() const noexcept {
   if (deadline_cancel_) {
     return true;
@@ -377,9 +390,10 @@ bool io_awaiter::deadline_cancelled() const noexcept {
 }
 
 bool io_awaiter::deadline_expired() const noexcept {
-  bool cancelled = op_.result == -ECANCELED || op_.result == -EINTR;
+  // As check() will see it: an op that failed, or a stream read whose data goes back to its stash.
+  bool ends_cancelled = op_.result < 0 || (stash_ != nullptr && op_.result > 0);
   bool stopped = stop_ != nullptr && stop_->stop_requested();
-  return cancelled && !stopped && deadline_cancelled();
+  return ends_cancelled && !stopped && deadline_cancelled();
 }
 
 void io_awaiter::cancel_for_deadline() noexcept {
@@ -391,6 +405,12 @@ void io_awaiter::cancel_for_deadline() noexcept {
 
 bool io_awaiter::check() {
   stop_callback_.reset();  // waits for a callback running on another thread
+  if (op_.result > 0 && stash_ != nullptr && cancellation_requested()) {
+    // A read that completed with data for a task being cancelled (or past its deadline): the stream
+    // keeps the bytes for its next read, and this one ends cancelled (read_stash.hpp).
+    stash_->keep_front({static_cast<const std::byte*>(op_.buffer), static_cast<std::size_t>(op_.result)});
+    op_.result = -ECANCELED;
+  }
   if (op_.result >= 0) {
     if (error_ != nullptr && *error_) {
       error_->clear();  // only when set: clear() is an out-of-line call into the standard library
@@ -401,10 +421,15 @@ bool io_awaiter::check() {
   // A deadline that fired (linked, or through cancel_for_deadline) cancels the op too; with_timeout
   // turns that into corio::timed_out, or, in the error_code form, the op stores errc::timed_out and
   // with_timeout returns what it yields (the bytes a whole write sent before the deadline). A stop
-  // requested on the task counts first: the op was cancelled, whichever came first.
-  bool task_stopped = stop_ != nullptr && stop_->stop_requested();
-  bool timed_out = !task_stopped && deadline_cancelled();
-  bool cancelled_here = (task_stopped || timed_out) && (error == ECANCELED || error == EINTR);
+  // requested on the task counts first: the op was cancelled, whichever came first. Either one is
+  // what the caller sees, whatever error the op ended with: a reset or a closed socket that arrives
+  // with a cancellation is usually its consequence (a cancelled task's stream closed under a peer's
+  // pending read), not news for a task that is being cancelled anyway.
+  // A stop that a deadline requested (with_timeout around a task: its timer stops the task's state)
+  // is a timeout too.
+  bool stopped = stop_ != nullptr && stop_->stop_requested();
+  bool timed_out = stopped ? stop_->stopped_by_deadline() : deadline_cancelled();
+  bool cancelled_here = stopped || timed_out;
   if (error_ != nullptr) {
     if (cancelled_here) {
       *error_ = std::make_error_code(timed_out ? std::errc::timed_out : std::errc::operation_canceled);
@@ -418,7 +443,7 @@ bool io_awaiter::check() {
   }
   if (error == EXDEV) {  // route() refused it: the socket's io_uring state lives in another loop
     throw std::system_error(std::error_code(error, std::system_category()),
-                            std::string(what_) + " (the socket is served by another event loop's reactor)");
+                            std::string(what_) + " (the socket is served by another event loop's or runtime's reactor)");
   }
   throw std::system_error(std::error_code(error, std::system_category()), what_);
 }

@@ -61,6 +61,11 @@ class reactor {
   /// must then be homed at this reactor (claim_home).
   virtual bool serves_from_source(const io_op&) const noexcept { return false; }
 
+  /// Whether a socket's home keeps a multishot request armed for ops like `op` (accepts; reads with
+  /// CORIO_URING_MULTISHOT=all): one that takes what arrives whether or not a task asked, so another
+  /// executor's single-shot op on the socket would wait for what the home already took.
+  virtual bool keeps_multishot(const io_op&) const noexcept { return false; }
+
   /// Whether submit(op), called next, would issue `op` as one kernel request that a timeout can be
   /// linked to; if so and op.link_deadline is set, submit links one at op.deadline (io_op.hpp).
   virtual bool can_link_deadline(const io_op&) const noexcept { return false; }

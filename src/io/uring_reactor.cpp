@@ -15,6 +15,11 @@
 //   wake() writes the eventfd, which completes the read and ends the wait. MSG_RING would need the
 //   waker to own a ring; foreign threads do not.
 // Whole transfers (write_all, io_op.hpp): a short send's CQE re-issues the op for the rest here.
+// A receive that completes with -EAGAIN is issued again too, with IORING_RECVSEND_POLL_FIRST (it waits
+//   for readiness before it tries): with several receives waiting on one socket (tasks sharing a UDP
+//   socket), one datagram wakes them all, the first takes it, and the kernel ends the others with
+//   -EAGAIN instead of waiting again; the socket is non-blocking (the epoll backend needs that), so
+//   nothing else would make them wait. EAGAIN never reaches a task.
 // Linked timeouts (with_timeout, io_op.hpp "Linked deadlines"): an op that took a deadline is issued
 //   as a pair, the op's SQE with IOSQE_IO_LINK and an IORING_OP_LINK_TIMEOUT after it. Both go into
 //   one submission: next_sqe(2) flushes before the pair if fewer than two entries are free, never
@@ -150,7 +155,7 @@ bool uring_reactor::submit(io_op& op) noexcept {
   return false;
 }
 
-void uring_reactor::prep_single(io_op& op) noexcept {
+void uring_reactor::prep_single(io_op& op, bool poll_first) noexcept {
   io_uring_sqe* sqe = next_sqe(op.link_deadline ? 2 : 1);  // a linked pair: both in one submission
   count_in_kernel(op.fd, 1);
   if (op.source == nullptr) [[unlikely]] {
@@ -181,6 +186,9 @@ void uring_reactor::prep_single(io_op& op) noexcept {
     io_source* source = op.source->load(std::memory_order_relaxed);
     use_fixed_file(sqe, source);
     hold(op, source);
+  }
+  if (poll_first) {
+    sqe->ioprio |= IORING_RECVSEND_POLL_FIRST;
   }
   io_uring_sqe_set_data64(sqe, reinterpret_cast<std::uintptr_t>(&op));
   op.cqes_due = 1;
@@ -361,8 +369,12 @@ void uring_reactor::report_completions(completion_sink sink, std::size_t limit) 
 }
 
 void uring_reactor::finish(io_op& op, completion_sink sink) noexcept {
-  if (op.advance_whole(op.result) && !draining_ && op.state.load(std::memory_order_acquire) == io_state::in_flight) {
-    prep_single(op);  // a short send of a whole transfer: the rest goes out without resuming the task
+  const bool woken_for_nothing = op.result == -EAGAIN && (op.kind == io_kind::recv || op.kind == io_kind::recvmsg);
+  if ((op.advance_whole(op.result) || woken_for_nothing) && !draining_ &&
+      op.state.load(std::memory_order_acquire) == io_state::in_flight) {
+    // A short send of a whole transfer: the rest goes out without resuming the task. A receive
+    // another one beat to the data: it waits for the next (see "A receive that completes with -EAGAIN").
+    prep_single(op, woken_for_nothing);
     return;
   }
   --in_flight_;

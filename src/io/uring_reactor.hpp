@@ -31,6 +31,9 @@ class uring_reactor final : public reactor {
   bool serves_from_source(const io_op& op) const noexcept override {
     return op.source != nullptr && multishot_ && op.kind != io_kind::send && (op.kind == io_kind::accept || op.length != 0);
   }
+  bool keeps_multishot(const io_op& op) const noexcept override {
+    return serves_from_source(op) && (op.kind == io_kind::accept || multishot_reads_);
+  }
   /// Single-shot ops without a source. A stream's reads keep the timer path even when single-shot: a
   /// linked timeout per read cost the echo 11% of its requests/s at 300 x 128 B (the kernel arms and
   /// cancels a timer and posts a second CQE per read), the thread's own timer about nothing.
@@ -53,7 +56,8 @@ class uring_reactor final : public reactor {
   void arm_wake() noexcept;
   /// Reports the ops finished without the kernel, then those of at most `limit` CQEs.
   void report_completions(completion_sink sink, std::size_t limit) noexcept;
-  void prep_single(io_op& op) noexcept;
+  /// `poll_first`: a receive issued again after -EAGAIN (IORING_RECVSEND_POLL_FIRST).
+  void prep_single(io_op& op, bool poll_first = false) noexcept;
   /// Every CQE of the op's request is in: issues the rest of a whole transfer, or reports the op.
   void finish(io_op& op, completion_sink sink) noexcept;
   /// Adds `change` to the requests the kernel holds on `fd` (issued +1, CQE seen -1).

@@ -8,6 +8,8 @@
 
 #include <cerrno>
 
+#include <corio/errors.hpp>
+
 #include "net/socket_name.hpp"
 
 namespace corio::net {
@@ -55,13 +57,25 @@ tcp_stream connect_awaiter::await_resume() {
 
 // --- tcp_stream -----------------------------------------------------------------------------------
 
+// Cancelled part-way (a read_some step ended cancelled or timed out, and kept in the stash whatever it
+// received), it puts back what the earlier steps read, ahead of that: the stream loses nothing.
 task<std::size_t> tcp_stream::read_exact_into(std::span<std::byte> buffer, std::error_code* error) {
   std::size_t done = 0;
   while (done < buffer.size()) {
-    std::size_t step = co_await corio::detail::transfer_awaiter(corio::detail::io_kind::recv, socket_.get(),
-                                                                buffer.data() + done, buffer.size() - done,
-                                                                read_exact_name, error, source_.slot());
+    std::size_t step = 0;
+    try {
+      step = co_await corio::detail::transfer_awaiter(corio::detail::io_kind::recv, socket_.get(),
+                                                      buffer.data() + done, buffer.size() - done, read_exact_name,
+                                                      error, source_.slot(), &stash_);
+    } catch (const cancelled&) {
+      stash_.keep_front(buffer.first(done));
+      throw;
+    }
     if (error != nullptr && *error) {
+      if (*error == std::errc::operation_canceled || *error == std::errc::timed_out) {
+        stash_.keep_front(buffer.first(done));
+        co_return 0;
+      }
       co_return done;
     }
     if (step == 0) {  // the peer closed early

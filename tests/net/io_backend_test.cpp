@@ -5,10 +5,14 @@
 #include <corio/io_backend.hpp>
 #include <corio/net/tcp_listener.hpp>
 #include <corio/net/tcp_stream.hpp>
+#include <corio/runtime.hpp>
+#include <corio/time.hpp>
 
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <chrono>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -19,6 +23,7 @@ namespace {
 
 using corio::io_backend;
 using namespace corio::test;
+using namespace std::chrono_literals;
 
 TEST(io_backend_names, each_backend_has_its_name) {
   EXPECT_EQ(corio::to_string(io_backend::automatic), "automatic");
@@ -101,6 +106,53 @@ TYPED_TEST(io_uring_read_path, a_stream_read_on_a_second_loop_is_refused_with_a_
       EXPECT_NE(std::string(e.what()).find("served by another event loop"), std::string::npos) << e.what();
     }
   });
+}
+
+// The same from a runtime of two workers (which, unlike a loop, could serve it single-shot): a read
+// is served unless the first loop keeps a multishot recv on the stream (CORIO_URING_MULTISHOT=all),
+// which would take the data the read waits for (a user trial's read hung there); an accept is
+// refused on io_uring, whose multishot accept in the first loop takes the connections.
+TYPED_TEST(io_uring_read_path, a_socket_whose_home_keeps_a_multishot_request_is_refused_to_another_runtime) {
+  std::pair<corio::net::tcp_stream, corio::net::tcp_stream> pair;
+  std::optional<corio::net::tcp_listener> listener;
+  corio::event_loop first(TestFixture::backend);  // lives on: the sockets' state stays in its reactor
+  run_on(first, [&]() -> corio::task<void> {
+    listener.emplace(corio::net::tcp_listener::bind(corio::net::endpoint::loopback_v4(0)));
+    pair.first = co_await corio::net::tcp_stream::connect(listener->local_endpoint());
+    pair.second = co_await listener->accept();  // the listener's multishot accept now lives here
+    co_await pair.first.write_all(bytes("one"));
+    std::byte buffer[8];
+    EXPECT_EQ(co_await pair.second.read_some(buffer), 3u);  // and the stream's state
+  });
+  const bool uring = TestFixture::backend == io_backend::io_uring;
+  const bool multishot_reads = uring && TypeParam::multishot != nullptr;
+  corio::runtime second(runtime_options(TestFixture::backend, 2));
+  second.block_on([&]() -> corio::task<void> {
+    co_await pair.first.write_all(bytes("two"));
+    std::byte buffer[8];
+    std::error_code error;
+    auto read = pair.second.read_some(buffer, error);
+    std::size_t got = co_await corio::with_timeout(5s, std::move(read));
+    if (multishot_reads) {
+      EXPECT_EQ(error, std::error_code(EXDEV, std::system_category())) << error.message();
+    } else {
+      EXPECT_FALSE(error) << error.message();
+      EXPECT_EQ(got, 3u);
+    }
+    auto connect = [](corio::net::endpoint at) -> corio::task<corio::net::tcp_stream> {
+      co_return co_await corio::net::tcp_stream::connect(at);
+    };
+    auto connecting = corio::spawn(connect(listener->local_endpoint()));
+    auto accept = listener->accept(error);
+    auto accepted = co_await corio::with_timeout(5s, std::move(accept));
+    if (uring) {
+      EXPECT_EQ(error, std::error_code(EXDEV, std::system_category())) << error.message();
+    } else {
+      EXPECT_FALSE(error) << error.message();
+      EXPECT_TRUE(accepted.is_open());
+    }
+    co_await std::move(connecting);
+  }());
 }
 
 }  // namespace

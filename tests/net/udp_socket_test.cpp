@@ -1,14 +1,20 @@
 // corio::net::udp_socket typed over both backends: datagrams round trip with their sender, a
-// receive gives up under with_timeout, and a datagram cut to the buffer is reported truncated.
+// receive gives up under with_timeout, a datagram cut to the buffer is reported truncated, and
+// several receivers share one socket.
 #include <corio/event_loop.hpp>
 #include <corio/join_handle.hpp>
 #include <corio/net/udp_socket.hpp>
+#include <corio/scope.hpp>
 #include <corio/time.hpp>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <numeric>
 #include <string>
+#include <vector>
 
 #include "support/net.hpp"
 
@@ -66,6 +72,68 @@ TYPED_TEST(udp, a_datagram_longer_than_the_buffer_is_reported_truncated) {
     EXPECT_EQ(empty.size, 0u);
     EXPECT_EQ(empty.from, a.local_endpoint());
   });
+}
+
+
+// Several tasks receive on one socket at once: each datagram reaches exactly one of them, and none
+// sees an error (io_uring once ended the receives a datagram woke but another took with EAGAIN).
+corio::task<void> share_one_socket(std::size_t receivers) {
+  constexpr int datagrams = 2000;
+  auto in = udp_socket::bind(endpoint::loopback_v4(0));
+  auto out = udp_socket::bind(endpoint::loopback_v4(0));
+  std::vector<std::vector<int>> numbers(receivers);  // each receiver's own: no sharing across workers
+  std::vector<std::vector<std::string>> errors(receivers);
+  std::atomic<int> received{0};
+  corio::task_scope scope;
+  for (std::size_t r = 0; r < receivers; ++r) {
+    scope.spawn([&, r]() -> corio::task<void> {
+      for (;;) {
+        int number = -1;
+        std::error_code error;
+        auto receive = in.recv_from(std::as_writable_bytes(std::span(&number, 1)), error);
+        co_await receive;
+        if (error == std::errc::operation_canceled) {
+          co_return;
+        }
+        if (error) {
+          errors[r].push_back(error.message());
+        } else {
+          numbers[r].push_back(number);
+          received.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (int i = 0; i < datagrams; ++i) {
+    co_await out.send_to(std::as_bytes(std::span(&i, 1)), in.local_endpoint());
+    if (i % 64 == 0) {
+      co_await corio::sleep_for(1ms);  // within the socket's receive buffer
+    }
+  }
+  auto give_up = std::chrono::steady_clock::now() + 10s;
+  while (received.load() < datagrams && std::chrono::steady_clock::now() < give_up) {
+    co_await corio::sleep_for(5ms);
+  }
+  scope.cancel();
+  co_await scope.join();
+  std::vector<int> all;
+  for (std::size_t r = 0; r < receivers; ++r) {
+    EXPECT_TRUE(errors[r].empty()) << "receiver " << r << ": " << errors[r].size() << " errors, the first: " << errors[r].front();
+    all.insert(all.end(), numbers[r].begin(), numbers[r].end());
+  }
+  std::sort(all.begin(), all.end());
+  std::vector<int> expected(datagrams);
+  std::iota(expected.begin(), expected.end(), 0);
+  EXPECT_EQ(all, expected) << "a datagram was lost or delivered twice";
+}
+
+TYPED_TEST(udp, several_receivers_on_one_socket_each_get_whole_datagrams) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> { co_await share_one_socket(4); });
+}
+
+TYPED_TEST(udp, several_receivers_on_one_socket_on_two_workers) {
+  corio::runtime rt(runtime_options(TestFixture::backend, 2));
+  rt.block_on(share_one_socket(4));
 }
 
 }  // namespace

@@ -93,6 +93,7 @@
 #include <corio/detail/coop_budget.hpp>
 #include <corio/detail/executor.hpp>
 #include <corio/detail/promise_base.hpp>
+#include <corio/detail/read_stash.hpp>
 #include <corio/detail/stop_state.hpp>
 
 namespace corio::detail {
@@ -174,7 +175,7 @@ class io_awaiter {
  public:
   io_awaiter(const char* what, std::error_code* error) noexcept : what_(what), error_(error) {}
   /// Only before it is awaited (when_any and with_timeout take operations by value).
-  io_awaiter(io_awaiter&& other) noexcept : what_(other.what_), error_(other.error_) {
+  io_awaiter(io_awaiter&& other) noexcept : what_(other.what_), error_(other.error_), stash_(other.stash_) {
     static_cast<io_request&>(op_) = other.op_;
   }
   io_awaiter& operator=(io_awaiter&&) = delete;
@@ -222,8 +223,13 @@ class io_awaiter {
 
   /// After resumption: true if the operation succeeded (op_.result >= 0). Otherwise throws
   /// corio::cancelled (the task was cancelled, or a deadline it took expired) or std::system_error
-  /// naming the operation, or, in the error_code form, stores the error and returns false.
+  /// naming the operation, or, in the error_code form, stores the error and returns false. A stream
+  /// read given a stash (keep_when_cancelled) that completed with data while a stop or its deadline
+  /// was requested keeps the data there and counts as cancelled (read_stash.hpp).
   bool check();
+
+  /// A stream read: bytes it completes with while being cancelled go to `stash`.
+  void keep_when_cancelled(read_stash* stash) noexcept { stash_ = stash; }
 
   io_op op_;
 
@@ -238,11 +244,14 @@ class io_awaiter {
   /// called cancel_for_deadline, or it carried a linked timeout whose time has come; a cancel for
   /// another reason, such as its socket closed under it, before that time is not a timeout).
   bool deadline_cancelled() const noexcept;
+  /// After resumption: a stop was requested on the op's token, or a deadline cancelled it.
+  bool cancellation_requested() const noexcept;
 
   const char* what_;
   std::error_code* error_;
   stop_state* stop_ = nullptr;
   bool deadline_cancel_ = false;  // cancel_for_deadline ran (written before the timer's disarm returns)
+  read_stash* stash_ = nullptr;   // a stream read's: where check() keeps bytes that arrived for a cancelled read
   std::optional<stop_callback<on_stop>> stop_callback_;
 };
 

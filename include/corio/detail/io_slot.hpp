@@ -41,8 +41,10 @@
 //   socket's home worker and its next operations there are local. A send uses its stream's state
 //   (its registered file) on the home's thread only, and goes out on the descriptor elsewhere (a
 //   stream's writer may run on another worker while the home reads the state). A socket homed in
-//   another executor's reactor is served single-shot, as before; one whose home is shutting down
-//   gets -ECANCELED.
+//   another executor's reactor is served single-shot, unless its home keeps a multishot request on
+//   it for the op's kind (accepts; reads with CORIO_URING_MULTISHOT=all), which would take what the
+//   single-shot op waits for: that gets -EXDEV, as on an exclusive slot. One whose home is shutting
+//   down gets -ECANCELED.
 //   Hand-off queue shutdown: shutdown() swaps in a closed marker; a hand-off that finds it finishes
 //   the op at once with -ECANCELED (the home worker is gone); ops taken by the swap are marked done,
 //   not scheduled, like every op in flight at shutdown (their frames are destroyed next).

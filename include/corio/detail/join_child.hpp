@@ -7,10 +7,22 @@
 // a child by symmetric transfer, the parent by simply not suspending (await_suspend returns false),
 // so children that finish inline never nest a resume on the stack. fetch_sub is acq_rel so the last
 // decrementer sees every child's result.
+//
+// The first (when_any's winner) is decided when an operand completes, before its result is taken
+// (operand_done, from the child's claiming_awaiter): the first to complete claims `first_done` and
+// requests stop on every other operand's own state; one that completes later requests stop on its
+// own state itself before its await_resume runs. So a loser always produces its result under a
+// requested stop, and the winner under none, even when two complete on two workers at the same
+// moment: a stream read that lost keeps its bytes for the next read instead of handing them to a
+// result when_any discards (detail/read_stash.hpp). Deciding it when a child finished, after
+// await_resume, let two reads on two workers both take their data with no stop requested, and one of
+// them was dropped. request_stop() returns only once `requested` is set (the first caller sets it
+// under the state's lock), so a loser's own call guarantees what it then sees.
 #include <atomic>
 #include <coroutine>
 #include <cstddef>
 #include <exception>
+#include <span>
 #include <utility>
 
 #include <corio/detail/awaitable_traits.hpp>
@@ -25,8 +37,8 @@ struct combinator_state {
 
   std::atomic<std::size_t> remaining{0};
   std::coroutine_handle<> parent;
-  /// when_any only: requested once, by the first child to finish, to cancel the others.
-  stop_state* cancel_on_first = nullptr;
+  /// when_any only: each child's own stop state, requested for all but the first to complete.
+  std::span<stop_state> operand_stops;
   std::atomic<std::size_t> first_done{none};
 
   void prepare(std::size_t children) noexcept { remaining.store(children + 1, std::memory_order_relaxed); }
@@ -37,11 +49,27 @@ struct combinator_state {
     return remaining.fetch_sub(1, std::memory_order_acq_rel) != 1;
   }
 
-  std::coroutine_handle<> child_finished(std::size_t index) noexcept {
+  /// A child's operand completed (its result not taken yet): the first claims `first_done` and
+  /// (when_any) stops every other operand; a later one stops itself, so it takes its result under a
+  /// requested stop even if the winner has not reached the others yet.
+  void operand_done(std::size_t index) noexcept {
     std::size_t expected = none;
-    if (first_done.compare_exchange_strong(expected, index, std::memory_order_acq_rel) && cancel_on_first != nullptr) {
-      cancel_on_first->request_stop();
+    bool first = first_done.compare_exchange_strong(expected, index, std::memory_order_acq_rel);
+    if (operand_stops.empty()) {
+      return;
     }
+    if (!first) {
+      operand_stops[index].request_stop();
+      return;
+    }
+    for (std::size_t i = 0; i < operand_stops.size(); ++i) {
+      if (i != index) {
+        operand_stops[i].request_stop();
+      }
+    }
+  }
+
+  std::coroutine_handle<> child_finished() noexcept {
     if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       return parent;
     }
@@ -63,7 +91,7 @@ struct join_child_promise_common : promise_base {
     template <class Promise>
     std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> self) const noexcept {
       auto& promise = self.promise();
-      return promise.join_->child_finished(promise.index_);
+      return promise.join_->child_finished();
     }
     void await_resume() const noexcept {}
   };
@@ -129,9 +157,46 @@ inline join_child<void> join_child_promise<void>::get_return_object() noexcept {
   return join_child<void>{std::coroutine_handle<join_child_promise<void>>::from_promise(*this)};
 }
 
+/// A child's own promise, without suspending: where the combinator put its state and index.
+struct this_join_child {
+  promise_base* promise = nullptr;
+  bool await_ready() const noexcept { return false; }
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> self) noexcept {
+    promise = &self.promise();
+    return false;
+  }
+  promise_base& await_resume() const noexcept { return *promise; }
+};
+
+/// Awaits a child's operand and reports its completion (operand_done) before taking its result.
+template <class A>
+class claiming_awaiter {
+ public:
+  claiming_awaiter(A& operand, combinator_state& join, std::size_t index)
+      : awaiter_(get_awaiter(std::move(operand))), join_(join), index_(index) {}
+
+  bool await_ready() { return awaiter_.await_ready(); }
+  template <class Promise>
+  decltype(auto) await_suspend(std::coroutine_handle<Promise> self) {
+    return awaiter_.await_suspend(self);
+  }
+  decltype(auto) await_resume() {
+    join_.operand_done(index_);
+    return awaiter_.await_resume();
+  }
+
+ private:
+  awaiter_t<A> awaiter_;
+  combinator_state& join_;
+  std::size_t index_;
+};
+
 template <class A>
 join_child<await_result_t<A>> make_join_child(A awaitable) {
-  co_return co_await std::move(awaitable);
+  auto& promise = static_cast<join_child_promise<await_result_t<A>>&>(co_await this_join_child{});
+  claiming_awaiter<A> operand(awaitable, *promise.join_, promise.index_);
+  co_return co_await operand;
 }
 
 /// Starts every child, then suspends the parent until the last one finishes.

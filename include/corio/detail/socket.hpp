@@ -48,16 +48,21 @@ class socket_fd {
 /// recv or send on a connected socket; yields the byte count (0 from recv: the peer closed). A recv
 /// given the stream's `source` goes through its registered file, or is served by its multishot recv
 /// (CORIO_URING_MULTISHOT=all, io_source.hpp); a send given it goes through the registered file too.
+/// A recv given the stream's `stash` takes kept bytes from it first, without a system call, and keeps
+/// there what it reads for a task being cancelled (read_stash.hpp); a recv into an empty buffer
+/// yields 0 at once.
 class transfer_awaiter : public io_awaiter {
  public:
   transfer_awaiter(io_kind kind, int fd, const void* data, std::size_t size, const char* what,
-                   std::error_code* error, std::atomic<io_source*>* source = nullptr) noexcept
+                   std::error_code* error, std::atomic<io_source*>* source = nullptr,
+                   read_stash* stash = nullptr) noexcept
       : io_awaiter(what, error) {
     op_.kind = kind;
     op_.fd = fd;
     op_.source = source;
     op_.buffer = const_cast<void*>(data);  // send only reads it
     op_.length = size > UINT32_MAX ? UINT32_MAX : static_cast<std::uint32_t>(size);
+    keep_when_cancelled(stash);
   }
 
   template <class Promise>

@@ -15,8 +15,10 @@
 //   record outlives its frame and a join_handle's cancel(); when_any's and with_timeout's states outlive
 //   the operands and forwarding callbacks they own, which are destroyed first.
 // The word: `requested` (sticky), `locked`, `inert` (never_stops: nobody requests it, registrations on
-//   it do nothing). Only the lock holder changes `requested`, and `inert` never changes, so the holder
-//   unlocks with a plain store of the word it locked.
+//   it do nothing), `deadline` (set with `requested` when the request that made it was a deadline's:
+//   an operation stopped through this state reports a timeout, not a cancellation). Only the lock
+//   holder changes `requested` and `deadline`, and `inert` never changes, so the holder unlocks with a
+//   plain store of the word it locked.
 // Callbacks: an intrusive doubly linked list guarded by the lock.
 // Who calls what:
 //   request_stop(): any thread; the first one wins. Locks, sets `requested`, then pops one callback at
@@ -92,13 +94,20 @@ class stop_state {
   bool stop_possible() const noexcept { return (word_.load(std::memory_order_relaxed) & inert) == 0; }
   /// Any thread: requests stop and runs every registered callback on this thread before returning.
   /// True for the call that made the request; false if stop was already requested (or impossible).
-  bool request_stop() noexcept;
+  /// `for_deadline`: the request is a deadline's (with_timeout's timer, or one forwarded from a state
+  /// a deadline stopped), which stopped_by_deadline() then reports.
+  bool request_stop(bool for_deadline = false) noexcept;
+  /// Any thread: stop was requested, and the request that made it was a deadline's.
+  bool stopped_by_deadline() const noexcept {
+    return (word_.load(std::memory_order_acquire) & (requested | deadline)) == (requested | deadline);
+  }
 
  private:
   friend class stop_callback_base;
   static constexpr std::uint32_t requested = 1;
   static constexpr std::uint32_t locked = 2;
   static constexpr std::uint32_t inert = 4;
+  static constexpr std::uint32_t deadline = 8;  // set with `requested` by a deadline's request
 
   /// Takes the lock; returns the word as it was, without `locked`.
   std::uint32_t lock() noexcept {
@@ -129,10 +138,12 @@ class stop_state {
 inline stop_state never_stops{never_stop_t{}};
 
 /// A callback that requests stop on another state: how an outer cancellation reaches an inner one
-/// (when_any's operands, with_timeout's operand, with_stop_token's body).
+/// (when_any's operands, with_timeout's operand, with_stop_token's body). Given the state it is
+/// registered on (`from`), it forwards a deadline's request as a deadline's.
 struct request_stop_of {
   stop_state* target;
-  void operator()() const noexcept { target->request_stop(); }
+  const stop_state* from = nullptr;
+  void operator()() const noexcept { target->request_stop(from != nullptr && from->stopped_by_deadline()); }
 };
 
 /// Registers `Callback` on a stop_state for its lifetime (std::stop_callback's counterpart): it runs

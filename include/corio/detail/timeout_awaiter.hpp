@@ -96,7 +96,7 @@ class timeout_awaiter : private timer {
     outer_ = chain.stop_;
     if constexpr (!cancels_itself) {
       if (outer_ != nullptr) {
-        forward_.emplace(*outer_, request_stop_of{&source_});
+        forward_.emplace(*outer_, request_stop_of{&source_, outer_});
       }
     }
     try {
@@ -168,7 +168,7 @@ class timeout_awaiter : private timer {
     if constexpr (cancels_itself) {
       self.inner_->awaiter.cancel_for_deadline();
     } else {
-      self.source_.request_stop();
+      self.source_.request_stop(true);  // a deadline's: an operation's error_code form reports errc::timed_out
     }
   }
 

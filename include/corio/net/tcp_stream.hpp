@@ -56,8 +56,9 @@ class connect_awaiter : public corio::detail::io_awaiter {
 /// reads go through the registered file of the reactor that first read it (with
 /// CORIO_URING_MULTISHOT=all, from one multishot recv into that reactor's buffer ring, which keeps
 /// data that arrives before a read); a read from another worker of the same runtime is handed to that
-/// reactor's worker, and the task resumes there; reading it from another loop's task fails with EXDEV
-/// (it may be closed or destroyed anywhere).
+/// reactor's worker, and the task resumes there; reading it from another loop's task fails with EXDEV,
+/// and so does reading it from another runtime's task with CORIO_URING_MULTISHOT=all (that
+/// reactor's multishot recv takes the data); it may be closed or destroyed anywhere.
 ///
 ///     auto stream = co_await corio::net::tcp_stream::connect(*corio::net::endpoint::parse("127.0.0.1:7"));
 ///     co_await stream.write_all("ping\n");
@@ -73,6 +74,7 @@ class tcp_stream {
       close();
       socket_ = std::move(other.socket_);
       source_ = std::move(other.source_);
+      stash_ = std::move(other.stash_);
     }
     return *this;
   }
@@ -87,14 +89,16 @@ class tcp_stream {
   }
 
   /// Reads what is available, at least one byte, into `buffer`; yields the count, 0 if the peer
-  /// closed its side (or `buffer` is empty).
+  /// closed its side (or at once if `buffer` is empty). Cancel-safe: a read that ends cancelled or
+  /// timed out (join_handle::cancel, a when_any branch that lost, with_timeout) consumed nothing; bytes
+  /// the kernel delivered to it anyway are returned by the stream's next read.
   corio::detail::transfer_awaiter read_some(std::span<std::byte> buffer) noexcept {
     return {corio::detail::io_kind::recv, socket_.get(), buffer.data(), buffer.size(), read_some_name, nullptr,
-            source_.slot()};
+            source_.slot(), &stash_};
   }
   corio::detail::transfer_awaiter read_some(std::span<std::byte> buffer, std::error_code& error) noexcept {
     return {corio::detail::io_kind::recv, socket_.get(), buffer.data(), buffer.size(), read_some_name, &error,
-            source_.slot()};
+            source_.slot(), &stash_};
   }
 
   /// Writes some of `data` (at least one byte unless it is empty); yields the count.
@@ -109,6 +113,8 @@ class tcp_stream {
 
   /// Fills `buffer` completely. If the peer closes first: throws std::system_error with
   /// errc::end_of_stream (the error_code form stores it); yields how many bytes it read either way.
+  /// Cancel-safe like read_some: cancelled or timed out, it consumed nothing (the bytes it had read
+  /// are returned by the stream's next read) and the error_code form yields 0.
   task<std::size_t> read_exact(std::span<std::byte> buffer);
   task<std::size_t> read_exact(std::span<std::byte> buffer, std::error_code& error);
 
@@ -146,6 +152,7 @@ class tcp_stream {
   void close() noexcept {
     source_.reset();
     socket_.reset();
+    stash_ = {};
   }
 
  private:
@@ -158,6 +165,7 @@ class tcp_stream {
 
   corio::detail::socket_fd socket_;
   corio::detail::io_source_ref source_;  // io_uring: the registered file (and multishot recv) state; released before the socket
+  corio::detail::read_stash stash_;  // bytes read for a cancelled read, returned by the next one
 };
 
 }  // namespace corio::net

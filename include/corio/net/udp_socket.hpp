@@ -70,9 +70,9 @@ class recv_from_awaiter : public message_awaiter {
 }  // namespace detail
 
 /// A UDP socket. Move-only; closes on destruction. send_to and recv_from are awaitables with the
-/// error, cancellation and resumption rules of tcp_stream's operations. Not thread-safe: one
-/// receiver and one sender at a time, as for a stream (with several tasks receiving on one socket at
-/// once under short deadlines, a user trial saw io_uring without multishot report EAGAIN, 2 runs in 24).
+/// error, cancellation and resumption rules of tcp_stream's operations. Several tasks may receive on
+/// one socket at once (on any workers): each datagram goes to exactly one of them, as with Go's
+/// PacketConn. Moving or closing the socket while any of them waits is a misuse, as for a stream.
 ///
 ///     auto socket = corio::net::udp_socket::bind(corio::net::endpoint::loopback_v4(0));
 ///     co_await socket.send_to(std::as_bytes(std::span("hi", 2)), peer);
