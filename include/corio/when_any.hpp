@@ -35,6 +35,8 @@ struct current_stop_token {
 /// complete (combinator_state::operand_done), and for all by the awaiting task's own cancellation.
 /// Own states, not one shared by all, so the winner takes its result under no stop: a stream read
 /// that won keeps its bytes, one that lost gives them back to its stream (detail/read_stash.hpp).
+using forwarding_callback = stop_callback<request_stop_of>;
+
 template <class States, class Forwards>
 class race_cancellation {
  public:
@@ -67,8 +69,9 @@ class race_cancellation {
 };
 
 template <std::size_t N>
-using fixed_race = race_cancellation<std::array<stop_state, N>, std::array<std::optional<stop_callback<request_stop_of>>, N>>;
-using sized_race = race_cancellation<std::unique_ptr<stop_state[]>, std::unique_ptr<std::optional<stop_callback<request_stop_of>>[]>>;
+using fixed_race = race_cancellation<std::array<stop_state, N>, std::array<std::optional<forwarding_callback>, N>>;
+using sized_race =
+    race_cancellation<std::unique_ptr<stop_state[]>, std::unique_ptr<std::optional<forwarding_callback>[]>>;
 
 }  // namespace detail
 

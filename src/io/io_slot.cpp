@@ -442,8 +442,9 @@ bool io_awaiter::check() {
     throw cancelled();
   }
   if (error == EXDEV) {  // route() refused it: the socket's io_uring state lives in another loop
-    throw std::system_error(std::error_code(error, std::system_category()),
-                            std::string(what_) + " (the socket is served by another event loop's or runtime's reactor)");
+    throw std::system_error(
+        std::error_code(error, std::system_category()),
+        std::string(what_) + " (the socket is served by another event loop's or runtime's reactor)");
   }
   throw std::system_error(std::error_code(error, std::system_category()), what_);
 }

@@ -64,11 +64,6 @@ corio::task<void> race_two_streams(std::size_t* rounds) {
     auto first = co_await corio::when_any(std::move(a_read), std::move(b_read), corio::sleep_for(5s));
     if (first.index() == 2) {  // both streams silent: bytes were lost (the test would hang otherwise)
       ADD_FAILURE() << "stuck with " << a_got.size() << " and " << b_got.size() << " of " << a_sent.size() << " bytes";
-      std::array<std::byte, 64> again;
-      std::error_code e;
-      auto r = a.read_some(again, e);
-      std::size_t n = co_await corio::with_timeout(2s, std::move(r));
-      ADD_FAILURE() << "then a plain read of a: " << n << " " << e.message() << " [" << text(std::span(again).first(n)) << "] expected tail [" << a_sent.substr(a_got.size()) << "]";
       co_return;
     }
     if (first.index() == 0) {

@@ -118,7 +118,8 @@ corio::task<void> share_one_socket(std::size_t receivers) {
   co_await scope.join();
   std::vector<int> all;
   for (std::size_t r = 0; r < receivers; ++r) {
-    EXPECT_TRUE(errors[r].empty()) << "receiver " << r << ": " << errors[r].size() << " errors, the first: " << errors[r].front();
+    EXPECT_TRUE(errors[r].empty()) << "receiver " << r << ": " << errors[r].size()
+                                   << " errors, the first: " << errors[r].front();
     all.insert(all.end(), numbers[r].begin(), numbers[r].end());
   }
   std::sort(all.begin(), all.end());
