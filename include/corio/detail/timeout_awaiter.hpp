@@ -42,7 +42,9 @@
 //     flight), drop the forwarding callback (waits likewise), then the operand's await_resume. If the
 //     deadline fired (the timer's callback ran, or the operand's deadline_expired()) and the outer
 //     task was not cancelled, an exception from the operand (its corio::cancelled) becomes
-//     corio::timed_out; a value it produced is returned (never dropped).
+//     corio::timed_out; a value it produced is returned (never dropped; a stream read that
+//     completed past its deadline gives its bytes back to its stream instead and ends timed out,
+//     detail/read_stash.hpp).
 // A frame destroyed while suspended here (shutdown): the destructor disarms (waiting for a callback in
 //   flight), then the operand's awaiter, the forwarding callback and the source go, in that order.
 // Memory order: the stop state and the timer entry carry their own (stop_state.hpp,
