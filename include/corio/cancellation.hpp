@@ -75,11 +75,11 @@ task<T> with_stop_token(std::stop_token token, task<T> body) {
     throw invalid_task("corio::with_stop_token: empty or finished task");
   }
   detail::stop_state* outer = co_await detail::current_stop_token{};
-  detail::fixed_race<1> cancellation(outer, 1);  // the body's own state, stopped by the awaiting task's
-  detail::stop_state& stop = cancellation.operands()[0];
-  std::stop_callback<detail::request_stop_of> bridge(std::move(token), detail::request_stop_of{&stop});
+  detail::operand_stop stop;  // the body's own state, stopped by the awaiting task's and by `token`
+  stop.follow(outer);
+  std::stop_callback<detail::request_stop_of> bridge(std::move(token), detail::request_stop_of{&stop.state});
   auto handle = body.release();
-  handle.promise().stop_ = &stop;
+  handle.promise().stop_ = &stop.state;
   co_return co_await task<T>{handle};
 }
 

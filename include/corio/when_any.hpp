@@ -4,7 +4,6 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
-#include <span>
 #include <tuple>
 #include <utility>
 #include <variant>
@@ -29,49 +28,6 @@ struct current_stop_token {
   }
   stop_state* await_resume() const noexcept { return token_; }
 };
-
-/// Each operand's own stop state (in `States`: a std::array for the variadic form, a
-/// std::unique_ptr<stop_state[]> for the range form): requested for every operand but the first to
-/// complete (combinator_state::operand_done), and for all by the awaiting task's own cancellation.
-/// Own states, not one shared by all, so the winner takes its result under no stop: a stream read
-/// that won keeps its bytes, one that lost gives them back to its stream (detail/read_stash.hpp).
-using forwarding_callback = stop_callback<request_stop_of>;
-
-template <class States, class Forwards>
-class race_cancellation {
- public:
-  race_cancellation(stop_state* outer, std::size_t count)
-      : states_(make<States>(count)), forwards_(make<Forwards>(count)), count_(count) {
-    if (outer != nullptr) {
-      for (std::size_t i = 0; i < count_; ++i) {
-        forwards_[i].emplace(*outer, request_stop_of{&states_[i], outer});
-      }
-    }
-  }
-  race_cancellation(const race_cancellation&) = delete;
-  race_cancellation& operator=(const race_cancellation&) = delete;
-  std::span<stop_state> operands() noexcept { return {&states_[0], count_}; }
-
- private:
-  // Storage for `count` elements: a std::array as it is, a std::unique_ptr<T[]> allocated.
-  template <class Storage>
-  static Storage make(std::size_t count) {
-    if constexpr (requires { typename Storage::element_type; }) {
-      return std::make_unique<typename Storage::element_type[]>(count);
-    } else {
-      return Storage{};
-    }
-  }
-
-  States states_;      // declared first, destroyed last: the forwarding callbacks point at them
-  Forwards forwards_;
-  std::size_t count_;
-};
-
-template <std::size_t N>
-using fixed_race = race_cancellation<std::array<stop_state, N>, std::array<std::optional<forwarding_callback>, N>>;
-using sized_race =
-    race_cancellation<std::unique_ptr<stop_state[]>, std::unique_ptr<std::optional<forwarding_callback>[]>>;
 
 }  // namespace detail
 
@@ -99,13 +55,16 @@ task<std::variant<detail::non_void_t<detail::await_result_t<Awaitables>>...>> wh
   using result_type = std::variant<detail::non_void_t<detail::await_result_t<Awaitables>>...>;
   constexpr std::size_t count = sizeof...(Awaitables);
   detail::stop_state* outer = co_await detail::current_stop_token{};
-  detail::fixed_race<count> cancellation(outer, count);
+  std::array<detail::operand_stop, count> stops;  // declared before the children: outlives them
+  for (detail::operand_stop& stop : stops) {
+    stop.follow(outer);
+  }
   detail::combinator_state join;
-  join.operand_stops = cancellation.operands();
+  join.operand_stops = stops;
   std::tuple children{detail::make_join_child(std::move(awaitables))...};
   co_await detail::join_all_awaiter{join, count, [&](const detail::promise_base* parent) {
     std::size_t index = 0;
-    std::apply([&](auto&... child) { ((child.start(join, index, &join.operand_stops[index], parent), ++index), ...); },
+    std::apply([&](auto&... child) { ((child.start(join, index, &stops[index].state, parent), ++index), ...); },
                children);
   }};
   std::size_t winner = join.first_done.load(std::memory_order_acquire);
@@ -129,9 +88,12 @@ task<std::conditional_t<std::is_void_v<T>, std::size_t, when_any_result<T>>> whe
   }
   const std::size_t count = tasks.size();
   detail::stop_state* outer = co_await detail::current_stop_token{};
-  detail::sized_race cancellation(outer, count);
+  auto stops = std::make_unique<detail::operand_stop[]>(count);  // declared before the children: outlives them
+  for (std::size_t i = 0; i < count; ++i) {
+    stops[i].follow(outer);
+  }
   detail::combinator_state join;
-  join.operand_stops = cancellation.operands();
+  join.operand_stops = {stops.get(), count};
   std::vector<detail::join_child<T>> children;
   children.reserve(tasks.size());
   for (task<T>& each : tasks) {
@@ -139,7 +101,7 @@ task<std::conditional_t<std::is_void_v<T>, std::size_t, when_any_result<T>>> whe
   }
   co_await detail::join_all_awaiter{join, children.size(), [&](const detail::promise_base* parent) {
     for (std::size_t i = 0; i < children.size(); ++i) {
-      children[i].start(join, i, &join.operand_stops[i], parent);
+      children[i].start(join, i, &stops[i].state, parent);
     }
   }};
   std::size_t winner = join.first_done.load(std::memory_order_acquire);

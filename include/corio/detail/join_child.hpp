@@ -22,6 +22,7 @@
 #include <coroutine>
 #include <cstddef>
 #include <exception>
+#include <optional>
 #include <span>
 #include <utility>
 
@@ -32,13 +33,29 @@
 
 namespace corio::detail {
 
+/// One when_any operand's own stop state: requested when the operand loses (operand_done) and, through
+/// `forward`, whenever the awaiting task's state is. Own states, not one shared by all operands, so
+/// the winner takes its result under no stop: a stream read that won keeps its bytes, one that lost
+/// gives them back to its stream (detail/read_stash.hpp).
+struct operand_stop {
+  stop_state state;  // declared first, destroyed last: `forward` points at it
+  std::optional<stop_callback<request_stop_of>> forward;
+
+  /// Stops `state` whenever `outer` (the awaiting task's state; null: none) is stopped.
+  void follow(stop_state* outer) noexcept {
+    if (outer != nullptr) {
+      forward.emplace(*outer, request_stop_of{&state, outer});
+    }
+  }
+};
+
 struct combinator_state {
   static constexpr std::size_t none = static_cast<std::size_t>(-1);
 
   std::atomic<std::size_t> remaining{0};
   std::coroutine_handle<> parent;
   /// when_any only: each child's own stop state, requested for all but the first to complete.
-  std::span<stop_state> operand_stops;
+  std::span<operand_stop> operand_stops;
   std::atomic<std::size_t> first_done{none};
 
   void prepare(std::size_t children) noexcept { remaining.store(children + 1, std::memory_order_relaxed); }
@@ -59,12 +76,12 @@ struct combinator_state {
       return;
     }
     if (!first) {
-      operand_stops[index].request_stop();
+      operand_stops[index].state.request_stop();
       return;
     }
     for (std::size_t i = 0; i < operand_stops.size(); ++i) {
       if (i != index) {
-        operand_stops[i].request_stop();
+        operand_stops[i].state.request_stop();
       }
     }
   }
