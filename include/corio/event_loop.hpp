@@ -30,12 +30,14 @@
 //   5. destroy the posted functors that never ran, without running them.
 #include <atomic>
 #include <chrono>
+#include <concepts>
 #include <coroutine>
 #include <cstddef>
 #include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include <corio/detail/executor.hpp>
@@ -45,6 +47,7 @@
 #include <corio/detail/promise_base.hpp>
 #include <corio/detail/root_registry.hpp>
 #include <corio/detail/run_queue.hpp>
+#include <corio/detail/task_factory.hpp>
 #include <corio/detail/timer_queue.hpp>
 #include <corio/errors.hpp>
 #include <corio/io_backend.hpp>
@@ -109,6 +112,14 @@ class event_loop final : private detail::executor {
   /// (corio::spawn, from a coroutine on the loop, returns a join_handle instead.)
   /// Throws corio::invalid_task for an empty task and corio::loop_stopped after stop().
   void spawn(task<void> body);
+
+  /// Spawns the task `make()` returns, keeping the callable (a capturing lambda) alive in the task:
+  /// `loop.spawn([conn]() -> corio::task<> { ... })` outlives the statement that spawned it.
+  template <detail::task_factory F>
+    requires std::same_as<std::invoke_result_t<std::decay_t<F>&>, task<void>>
+  void spawn(F&& make) {
+    spawn(detail::invoke_keeping(std::decay_t<F>(std::forward<F>(make))));
+  }
 
   /// Runs until stop() is called, parking the thread whenever there is nothing to do. Rethrows the
   /// first exception that escaped a spawned task or a posted functor; the loop can be run again.

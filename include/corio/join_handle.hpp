@@ -1,9 +1,7 @@
 #pragma once
 // corio::spawn and corio::join_handle<T>: start a task on the current executor and join it later.
 #include <atomic>
-#include <concepts>
 #include <coroutine>
-#include <functional>
 #include <type_traits>
 #include <optional>
 #include <stdexcept>
@@ -15,6 +13,7 @@
 #include <corio/detail/promise_base.hpp>
 #include <corio/detail/root.hpp>
 #include <corio/detail/stop_state.hpp>
+#include <corio/detail/task_factory.hpp>
 #include <corio/errors.hpp>
 #include <corio/task.hpp>
 
@@ -190,24 +189,6 @@ class [[nodiscard]] join_handle {
 };
 
 namespace detail {
-
-template <class T>
-struct is_task : std::false_type {};
-template <class T>
-struct is_task<task<T>> : std::true_type {};
-
-/// A callable that returns a corio::task when called with no arguments (a capturing lambda coroutine).
-template <class F>
-concept task_factory = !is_task<std::remove_cvref_t<F>>::value && std::invocable<std::decay_t<F>&> &&
-                       is_task<std::invoke_result_t<std::decay_t<F>&>>::value;
-
-/// Calls `make` from inside a coroutine frame that owns it, so the task it returns may keep referring
-/// to the callable (a lambda's captures) for as long as it runs: the classic dangling-closure pitfall
-/// of C++ coroutines, closed for every spawn that takes a callable (folly's co_invoke).
-template <class F>
-std::invoke_result_t<F&> invoke_keeping(F make) {
-  co_return co_await std::invoke(make);
-}
 
 /// Makes `body` a spawned root of `owner` (which queues it to start) and returns its handle.
 template <class T>

@@ -163,6 +163,10 @@ class task_scope {
   }
 
   /// Thread-safe: cancels every child (each sees corio::cancelled at its next suspension point).
+  /// A child that ends with corio::cancelled is not a failure, so a later join() returns normally
+  /// once every child has stopped (as a cancelled Trio nursery or Kotlin job does), and still
+  /// rethrows a failure a child had on its own. To tell the awaiting task, throw corio::cancelled
+  /// after the join.
   void cancel() { state_->cancel_all(); }
 
  private:

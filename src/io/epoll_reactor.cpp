@@ -10,12 +10,16 @@
 //   saw EAGAIN, and every later arrival of data (or of send-buffer room) is a new edge.
 //   A whole transfer (write_all) repeats its send while it makes progress (attempt_whole) and waits
 //   for writability only when the send buffer is full.
-// Readiness flags: once an fd is watched, its entry remembers per direction whether the last attempt
+// Readiness flag (reads only): once an fd is watched, its entry remembers whether the last read
 //   would block (EAGAIN, or a stream recv that returned less than it asked for: the receive queue is
-//   empty). While the flag is clear, a new op waits for the event without trying its syscall: a
+//   empty). While the flag is clear, a new read waits for the event without trying its syscall: a
 //   request/response loop then costs one recv and one send per message, not a third recv that fails.
 //   An event sets the flag again. Safe with edge triggering because every arrival after the syscall
 //   that found the queue empty is a new edge, reported by a later epoll_wait on this same thread.
+//   A write tries its syscall whenever no other write waits: a send buffer frees room as the peer
+//   acknowledges, long before epoll reports it writable (a third of the buffer free), so a write
+//   after one that timed out takes the room there is, as the io_uring backend's does. Behind a
+//   waiting write it queues, so writes start in the order they were issued.
 // The fd table: `fds_` is indexed by descriptor number, so an event finds its ops without hashing.
 //   A descriptor number is reused after close(), and the kernel drops a closed file from every epoll
 //   set by itself, so a stale "registered" flag would leave the next socket with that number
@@ -166,10 +170,9 @@ struct fd_entry {
   fd_record* record = nullptr;  // the number's process-wide record (null above 2^20)
   std::uint32_t generation = 0;
   bool registered = false;
-  // What the last syscall or event says of each direction; false: the next op waits for an event
+  // What the last read or event says of the receive queue; false: the next read waits for an event
   // without trying its syscall (it would return EAGAIN).
   bool readable = true;
-  bool writable = true;
   // An event said the peer closed its side (EPOLLRDHUP), or the socket hung up or failed: that edge
   // is spent, so no later one will announce the end of file a read still has to see.
   bool read_closed = false;
@@ -226,7 +229,7 @@ class epoll_reactor final : public reactor {
   bool submit(io_op& op) noexcept override {
     const bool reader = is_reader(op.kind);
     fd_entry* entry = watched(op.fd);
-    if (entry == nullptr || (reader ? entry->readable : entry->writable)) {
+    if (entry == nullptr || (reader ? entry->readable : entry->writers.head == nullptr)) {
       int result = attempt_whole(op);
       if (result != -EAGAIN) {
         if (entry != nullptr && drained(*entry, op, result)) {
@@ -242,7 +245,9 @@ class epoll_reactor final : public reactor {
         }
         entry = &fds_[static_cast<std::size_t>(op.fd)];
       }
-      (reader ? entry->readable : entry->writable) = false;
+      if (reader) {
+        entry->readable = false;
+      }
     }
     (reader ? entry->readers : entry->writers).push(op);
     note_watcher(entry->record, id_);
@@ -281,7 +286,6 @@ class epoll_reactor final : public reactor {
         retry(entry, true);  // its readers
       }
       if ((event.events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0) {
-        entry.writable = true;
         retry(entry, false);  // its writers
       }
     }
@@ -339,7 +343,6 @@ class epoll_reactor final : public reactor {
     entry.registered = true;
     entry.generation = generation;
     entry.readable = true;
-    entry.writable = true;
     entry.read_closed = false;
     return 0;
   }
@@ -380,13 +383,12 @@ class epoll_reactor final : public reactor {
   }
 
   // Runs the waiting ops of one direction of `entry` (its readers, or its writers) in order until one
-  // would block (or a read drained the socket), which clears that direction's flag. An op whose
+  // would block (or a read drained the socket; a read that stops there clears `readable`). An op whose
   // cancel was requested meanwhile (a stop callback on another thread) ends cancelled without its
   // syscall: a read must not take data, nor an error meant for the next reader, for a task that is
   // being cancelled.
   void retry(fd_entry& entry, bool readers) noexcept {
     op_list& waiting = readers ? entry.readers : entry.writers;
-    bool& ready = readers ? entry.readable : entry.writable;
     while (io_op* op = waiting.head) {
       if (op->state.load(std::memory_order_acquire) == io_state::cancel_requested) {
         waiting.pop();
@@ -396,14 +398,16 @@ class epoll_reactor final : public reactor {
       }
       int result = attempt_whole(*op);
       if (result == -EAGAIN) {
-        ready = false;
+        if (readers) {
+          entry.readable = false;
+        }
         return;
       }
       waiting.pop();
       op->result = result;
       finished_.push(*op);
       if (drained(entry, *op, result)) {
-        ready = false;
+        entry.readable = false;
         return;
       }
     }

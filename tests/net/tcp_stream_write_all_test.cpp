@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <span>
 #include <vector>
 
 #include "support/net.hpp"
@@ -89,6 +90,28 @@ TYPED_TEST(write_all, a_write_cancelled_part_way_reports_exactly_the_bytes_sent)
     std::byte extra[16];
     EXPECT_THROW(co_await corio::with_timeout(100ms, client.read_some(extra)), corio::timed_out)
         << "more bytes arrived than the write reported";
+  }());
+}
+
+// After a write stalled on a full send buffer, the peer reads 1 MiB: the acknowledgements free room
+// in the send buffer, though less than the third of it for which epoll would report the socket
+// writable. The next write takes that room at once on both backends (epoll once waited for an event
+// that never came and timed out).
+TYPED_TEST(write_all, a_write_after_one_that_timed_out_takes_the_room_the_peer_frees) {
+  corio::runtime rt(runtime_options(TestFixture::backend));
+  rt.block_on([]() -> corio::task<void> {
+    auto [client, server] = co_await connected_pair();
+    const std::vector<std::byte> data = pattern(64 * 1024 * 1024);
+    std::error_code error;
+    const std::size_t stalled = co_await corio::with_timeout(300ms, server.write_all(data, error));
+    EXPECT_EQ(error, std::make_error_code(std::errc::timed_out)) << error.message();
+    std::vector<std::byte> drained(128 * 1024);
+    EXPECT_EQ(co_await client.read_exact(drained), drained.size());
+    co_await corio::sleep_for(20ms);  // the window update and the acknowledgements cross loopback
+    const std::span<const std::byte> rest = std::span(data).subspan(stalled);
+    const std::size_t more = co_await corio::with_timeout(500ms, server.write_some(rest, error));
+    EXPECT_FALSE(error) << error.message();
+    EXPECT_GT(more, 0u);
   }());
 }
 

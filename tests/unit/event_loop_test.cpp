@@ -1,12 +1,14 @@
 #include <corio/event_loop.hpp>
 #include <corio/sync_wait.hpp>
 #include <corio/task.hpp>
+#include <corio/yield.hpp>
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -26,6 +28,22 @@ TEST(event_loop, runs_spawned_tasks_until_idle) {
   EXPECT_EQ(ran, 0);
   loop.run_until_idle();
   EXPECT_EQ(ran, 2);
+}
+
+// The lambda is a temporary that dies with the spawning statement; its captures must live on in the
+// task (ASan reports a use after scope if they do not).
+TEST(event_loop, spawn_keeps_a_callable_alive_while_its_task_runs) {
+  corio::event_loop loop;
+  std::string seen;
+  {
+    std::string word(40, 'k');  // past the small-string buffer, so a dangling copy reads freed heap
+    loop.spawn([word, &seen]() -> corio::task<void> {
+      co_await corio::yield();
+      seen = word;
+    });
+  }
+  loop.run_until_idle();
+  EXPECT_EQ(seen, std::string(40, 'k'));
 }
 
 TEST(event_loop, yield_interleaves_ready_tasks_round_robin) {

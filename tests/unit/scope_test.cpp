@@ -101,6 +101,46 @@ TEST(task_scope, cancelling_the_joiner_cancels_children_and_waits_for_them) {
   EXPECT_TRUE(rt.block_on(parent()));
 }
 
+TEST(task_scope, join_after_cancel_returns_normally_once_every_child_stopped) {
+  corio::runtime rt(two_workers());
+  std::atomic<int> saw_cancelled{0};
+  auto parent = [&]() -> corio::task<int> {
+    corio::task_scope scope;
+    auto child = [&]() -> corio::task<void> {
+      try {
+        co_await corio::sleep_for(1h);
+      } catch (const corio::cancelled&) {
+        saw_cancelled.fetch_add(1);
+        throw;
+      }
+    };
+    for (int i = 0; i < 4; ++i) {
+      scope.spawn(child());
+    }
+    co_await corio::sleep_for(5ms);
+    scope.cancel();
+    co_await scope.join();  // a child's cancellation is not a failure
+    co_return saw_cancelled.load();
+  };
+  EXPECT_EQ(rt.block_on(parent()), 4);
+}
+
+TEST(task_scope, join_after_cancel_still_rethrows_a_child_failure) {
+  corio::runtime rt(two_workers());
+  auto parent = [&]() -> corio::task<void> {
+    corio::task_scope scope;
+    scope.spawn([]() -> corio::task<void> {
+      co_await corio::yield();
+      throw std::runtime_error("child failed");
+    });
+    scope.spawn([]() -> corio::task<void> { co_await corio::sleep_for(1h); });
+    co_await corio::sleep_for(5ms);
+    scope.cancel();
+    co_await scope.join();
+  };
+  EXPECT_THROW(rt.block_on(parent()), std::runtime_error);
+}
+
 TEST(task_scope, destroying_an_unjoined_scope_cancels_its_children) {
   corio::runtime rt(two_workers());
   std::atomic<int> cancelled{0};
