@@ -13,17 +13,17 @@
 #include <corio/time.hpp>
 
 #include <atomic>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string_view>
 #include <system_error>
 #include <thread>
 #include <vector>
+
+#include "example_flags.hpp"
 
 namespace {
 
@@ -67,55 +67,28 @@ corio::task<void> accept_loop(corio::net::tcp_listener listener) {
 constexpr const char* usage_line =
     "usage: echo_server [--port N] [--threads N] [--backend auto|io_uring|epoll] [--read-timeout SECONDS]\n";
 
-[[noreturn]] void usage(std::string_view message, std::string_view flag = {}) {
-  std::fprintf(stderr, "echo_server: %.*s%.*s\n%s", static_cast<int>(message.size()), message.data(),
-               static_cast<int>(flag.size()), flag.data(), usage_line);
-  std::exit(2);
-}
-
-// The whole of `value` as a number in [low, high], or usage() naming `flag`.
-template <class Number>
-Number parse_number(std::string_view flag, std::string_view value, Number low, Number high) {
-  Number number{};
-  auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
-  if (error != std::errc() || end != value.data() + value.size() || number < low || number > high) {
-    usage("bad value for ", flag);
-  }
-  return number;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   unsigned port = 7777;
   unsigned threads = 1;
   corio::io_backend backend = corio::io_backend::automatic;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      std::fputs(usage_line, stdout);
-      return 0;
-    }
-    if (i + 1 >= argc) {
-      usage("no value after ", flag);
-    }
-    std::string_view value = argv[++i];
+  const example::flags flags("echo_server", usage_line);
+  flags.parse(argc, argv, [&](std::string_view flag, std::string_view value) {
     if (flag == "--port") {
-      port = parse_number<unsigned>(flag, value, 0, 65535);
+      port = flags.number<unsigned>(flag, value, 0, 65535);
     } else if (flag == "--threads") {
-      threads = parse_number<unsigned>(flag, value, 1, 1024);
+      threads = flags.number<unsigned>(flag, value, 1, 1024);
     } else if (flag == "--read-timeout") {  // seconds, to the millisecond; at least 1 ms
-      double seconds = parse_number<double>(flag, value, 0.001, 86400.0);
+      double seconds = flags.number<double>(flag, value, 0.001, 86400.0);
       read_timeout = std::chrono::milliseconds(std::lround(seconds * 1000));
     } else if (flag == "--backend") {
-      backend = value == "io_uring" ? corio::io_backend::io_uring
-                : value == "epoll"  ? corio::io_backend::epoll
-                : value == "auto"   ? corio::io_backend::automatic
-                                    : (usage("unknown backend ", value), corio::io_backend::automatic);
+      backend = flags.backend(value);
     } else {
-      usage("unknown flag ", flag);
+      return false;
     }
-  }
+    return true;
+  });
 
   // Signals are taken by sigwait on this thread; workers inherit the blocked mask.
   sigset_t stop_signals;
