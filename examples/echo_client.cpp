@@ -7,7 +7,7 @@
 // the first failure (a refused connect, a mismatched echo, an early end of stream, a deadline) is
 // printed and ends every connection, exit 1; a bad flag, exit 2.
 //
-// Shows: resolve, tcp_stream::connect, write_all and read_exact each under a deadline, and a
+// Shows: resolve, tcp_stream::connect to a name's addresses in turn, write_all and read_exact each under a deadline, and a
 // task_scope of connections on a runtime whose first failure cancels the others.
 #include <corio/net/resolve.hpp>
 #include <corio/net/tcp_stream.hpp>
@@ -48,7 +48,8 @@ void fill(std::vector<std::byte>& message, unsigned id, unsigned sequence) {
   }
 }
 
-corio::task<void> converse(settings run, corio::net::endpoint server, unsigned id) {
+// One connection to the first of `server`'s addresses that accepts.
+corio::task<void> converse(settings run, std::vector<corio::net::endpoint> server, unsigned id) {
   corio::net::tcp_stream stream = co_await corio::with_timeout(run.timeout, corio::net::tcp_stream::connect(server));
   stream.set_nodelay(true);
   std::vector<std::byte> sent(run.bytes);
@@ -65,8 +66,7 @@ corio::task<void> converse(settings run, corio::net::endpoint server, unsigned i
 }
 
 corio::task<void> run_all(const settings& run) {
-  std::vector<corio::net::endpoint> found = co_await corio::net::resolve(run.host, run.port);
-  corio::net::endpoint server = found.front();
+  std::vector<corio::net::endpoint> server = co_await corio::net::resolve(run.host, run.port);  // once for all
   corio::task_scope connections;
   for (unsigned id = 0; id < run.connections; ++id) {
     connections.spawn(converse(run, server, id));

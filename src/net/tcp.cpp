@@ -7,8 +7,12 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <corio/errors.hpp>
+#include <corio/net/resolve.hpp>
 
 #include "net/socket_name.hpp"
 
@@ -56,6 +60,68 @@ tcp_stream connect_awaiter::await_resume() {
 }  // namespace detail
 
 // --- tcp_stream -----------------------------------------------------------------------------------
+
+// The first address that accepts wins. A cancellation (the single connect's error_code form reports it
+// as operation_canceled, or timed_out for a deadline's stop) ends the attempts: the throwing form then
+// throws corio::cancelled, which a with_timeout around this task turns into corio::timed_out.
+task<tcp_stream> tcp_stream::connect_each(std::vector<endpoint> peers, std::error_code* error) {
+  std::error_code last = std::make_error_code(std::errc::invalid_argument);  // no address to try
+  for (const endpoint& peer : peers) {
+    tcp_stream stream = co_await connect(peer, last);
+    if (!last) {
+      if (error != nullptr) {
+        error->clear();
+      }
+      co_return stream;
+    }
+    if (last == std::errc::operation_canceled || last == std::errc::timed_out) {
+      if (error == nullptr) {
+        throw cancelled();
+      }
+      break;
+    }
+  }
+  if (error != nullptr) {
+    *error = last;
+    co_return tcp_stream();
+  }
+  if (peers.empty()) {
+    throw std::system_error(last, "corio::net::tcp_stream::connect: no address to connect to");
+  }
+  std::string what = "corio::net::tcp_stream::connect to " + peers.back().to_string();
+  if (peers.size() > 1) {
+    what += " (the last of " + std::to_string(peers.size()) + " addresses tried)";
+  }
+  throw std::system_error(last, what);
+}
+
+task<tcp_stream> tcp_stream::connect(std::vector<endpoint> peers) { return connect_each(std::move(peers), nullptr); }
+
+task<tcp_stream> tcp_stream::connect(std::vector<endpoint> peers, std::error_code& error) {
+  return connect_each(std::move(peers), &error);
+}
+
+task<tcp_stream> tcp_stream::connect_to_host(std::string host, std::uint16_t port, std::error_code* error) {
+  std::vector<endpoint> peers;
+  try {
+    peers = co_await resolve(std::move(host), port);
+  } catch (const std::system_error& failure) {
+    if (error == nullptr) {
+      throw;
+    }
+    *error = failure.code();
+    co_return tcp_stream();
+  }
+  co_return co_await connect_each(std::move(peers), error);
+}
+
+task<tcp_stream> tcp_stream::connect(std::string host, std::uint16_t port) {
+  return connect_to_host(std::move(host), port, nullptr);
+}
+
+task<tcp_stream> tcp_stream::connect(std::string host, std::uint16_t port, std::error_code& error) {
+  return connect_to_host(std::move(host), port, &error);
+}
 
 // Cancelled part-way (a read_some step ended cancelled or timed out, and kept in the stash whatever it
 // received), it puts back what the earlier steps read, ahead of that: the stream loses nothing.

@@ -2,10 +2,13 @@
 // corio::net::tcp_stream: a connected TCP socket whose reads and writes suspend the awaiting task.
 #include <coroutine>
 #include <cstddef>
+#include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include <corio/detail/socket.hpp>
 #include <corio/net/endpoint.hpp>
@@ -87,6 +90,16 @@ class tcp_stream {
   static detail::connect_awaiter connect(const endpoint& peer, std::error_code& error) noexcept {
     return {peer, &error};
   }
+  /// Connects to each of `peers` in turn until one accepts, as Go's net.Dial and tokio's
+  /// TcpStream::connect do with the addresses of a name. When every one fails: the last one's error,
+  /// the message naming the operation and that address (an empty list: errc::invalid_argument). A
+  /// cancellation ends it at once, without trying the addresses left.
+  static task<tcp_stream> connect(std::vector<endpoint> peers);
+  static task<tcp_stream> connect(std::vector<endpoint> peers, std::error_code& error);
+  /// Resolves `host` with corio::net::resolve (a name, as opposed to an address, needs a runtime) and
+  /// connects to its addresses in turn, as above. The error_code form stores resolve's errors too.
+  static task<tcp_stream> connect(std::string host, std::uint16_t port);
+  static task<tcp_stream> connect(std::string host, std::uint16_t port, std::error_code& error);
 
   /// Reads what is available, at least one byte, into `buffer`; yields the count, 0 if the peer
   /// closed its side (or at once if `buffer` is empty). Cancel-safe: a read that ends cancelled or
@@ -162,6 +175,8 @@ class tcp_stream {
   static constexpr const char* read_exact_name = "corio::net::tcp_stream::read_exact";
 
   task<std::size_t> read_exact_into(std::span<std::byte> buffer, std::error_code* error);
+  static task<tcp_stream> connect_each(std::vector<endpoint> peers, std::error_code* error);
+  static task<tcp_stream> connect_to_host(std::string host, std::uint16_t port, std::error_code* error);
 
   corio::detail::socket_fd socket_;
   corio::detail::io_source_ref source_;  // io_uring: the registered file (and multishot recv) state; released before the socket
