@@ -9,8 +9,8 @@
 #include <optional>
 #include <stdexcept>
 #include <utility>
-#include <vector>
 
+#include <corio/detail/child_handles.hpp>
 #include <corio/detail/executor.hpp>
 #include <corio/detail/join_child.hpp>
 #include <corio/detail/result_slot.hpp>
@@ -28,15 +28,11 @@ struct join_set_state {
   semaphore finished{0};  // one permit per outcome in `outcomes`
   std::mutex mutex;
   std::deque<result_slot<T>> outcomes;      // guarded by mutex, in completion order
-  std::vector<join_handle<void>> children;  // guarded by mutex
+  child_handles children;                   // guarded by mutex
 
   void cancel_all() {
     std::lock_guard lock(mutex);
-    for (auto& child : children) {
-      if (child.valid()) {
-        child.cancel();
-      }
-    }
+    children.cancel_all();
   }
 };
 
@@ -95,8 +91,7 @@ class join_set {
     }
     auto handle = detail::spawn_on(*owner, detail::join_set_child(state_, std::move(body)));
     std::lock_guard lock(state_->mutex);
-    std::erase_if(state_->children, [](const join_handle<void>& child) { return child.is_finished(); });
-    state_->children.push_back(std::move(handle));
+    state_->children.add(std::move(handle));
     ++pending_;
   }
 

@@ -7,9 +7,9 @@
 #include <mutex>
 #include <stdexcept>
 #include <utility>
-#include <vector>
 
 #include <corio/cancellation.hpp>
+#include <corio/detail/child_handles.hpp>
 #include <corio/detail/executor.hpp>
 #include <corio/errors.hpp>
 #include <corio/join_handle.hpp>
@@ -23,16 +23,14 @@ namespace detail {
 struct scope_state {
   wait_group running;
   std::mutex mutex;
-  std::vector<join_handle<void>> children;  // guarded by mutex
+  child_handles children;                   // guarded by mutex
   std::exception_ptr first_failure;         // guarded by mutex
   bool failure_observed = false;            // guarded by mutex: join() rethrew it
   bool abandoned = false;                   // guarded by mutex: the scope was destroyed unjoined
 
   void cancel_all() {
     std::lock_guard lock(mutex);
-    for (auto& child : children) {
-      child.cancel();
-    }
+    children.cancel_all();
   }
 
   /// A child failed. The first failure cancels the siblings; if the scope is already gone, nobody
@@ -128,7 +126,7 @@ class task_scope {
     try {
       auto handle = detail::spawn_on(*owner, detail::scope_child(state_, std::move(body)));
       std::lock_guard lock(state_->mutex);
-      state_->children.push_back(std::move(handle));
+      state_->children.add(std::move(handle));
     } catch (...) {
       state_->running.done();
       throw;
