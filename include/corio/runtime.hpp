@@ -42,8 +42,8 @@ blocking_pool* current_blocking_pool() noexcept;
 /// in spawn_blocking). Thread-safe: spawn(), block_on() (from non-runtime threads) and the destructor.
 ///
 /// Destruction shuts down in numbered steps: stop accepting spawns; cancel every live task; run what
-/// can run to its cancellation point (up to a 1 s grace); join the workers; wait for running
-/// spawn_blocking calls; destroy every frame still alive.
+/// can run to its cancellation point (up to a 1 s grace); join the workers; destroy the frames still
+/// alive that wait for no spawn_blocking call; wait for running spawn_blocking calls; destroy the rest.
 ///
 ///     corio::runtime rt;                                   // one worker per online CPU
 ///     int answer = rt.block_on([]() -> corio::task<int> {
@@ -199,6 +199,7 @@ class [[nodiscard]] blocking_awaiter {
       return;
     }
     stop_callback_.reset();  // waits for a cancel() in flight
+    stop_counting();         // destroyed while parked (shutdown)
     if (call_->abandon() == blocking_call<F>::waking) {
       while (call_->phase.load(std::memory_order_acquire) == blocking_call<F>::waking) {
         std::this_thread::yield();  // the job is scheduling us: keep frame and executor alive
@@ -234,16 +235,23 @@ class [[nodiscard]] blocking_awaiter {
     if (stop != nullptr) {
       stop_callback_.emplace(*stop, on_stop{this});  // may run at once: it then finds `running`
     }
+    promise_base* chain = chain_of(self);
+    waiting_root_ = chain != nullptr ? chain->root_ : nullptr;
+    if (waiting_root_ != nullptr) {
+      waiting_root_->blocking_waits.fetch_add(1, std::memory_order_relaxed);
+    }
     auto expected = blocking_call<F>::running;
     if (call_->phase.compare_exchange_strong(expected, blocking_call<F>::waiting, std::memory_order_acq_rel)) {
       return true;  // from here on the job or a cancellation may resume us: touch nothing
     }
+    stop_counting();
     cancelled_ = expected == blocking_call<F>::abandoned;
     return yield_if_budget_spent(self);  // returned already, or cancelled while submitting
   }
 
   result_type await_resume() {
     stop_callback_.reset();
+    stop_counting();
     if (cancelled_ || call_->phase.load(std::memory_order_acquire) == blocking_call<F>::abandoned) {
       throw cancelled();
     }
@@ -261,7 +269,16 @@ class [[nodiscard]] blocking_awaiter {
     }
   };
 
+  // While parked, the awaiter counts in its chain's root (root_base::blocking_waits).
+  void stop_counting() noexcept {
+    if (waiting_root_ != nullptr) {
+      waiting_root_->blocking_waits.fetch_sub(1, std::memory_order_relaxed);
+      waiting_root_ = nullptr;
+    }
+  }
+
   blocking_call<F>* call_;
+  root_base* waiting_root_ = nullptr;
   bool submitted_ = false;
   bool cancelled_ = false;
   std::optional<stop_callback<on_stop>> stop_callback_;
@@ -275,7 +292,10 @@ class [[nodiscard]] blocking_awaiter {
 /// (join_handle::cancel, with_timeout, when_any), the await completes at once with corio::cancelled
 /// and the call, which cannot be interrupted, runs on detached: its result is discarded. The awaiter
 /// is movable until awaited. Throws std::logic_error when awaited outside a runtime worker, and
-/// corio::runtime_stopped during shutdown.
+/// corio::runtime_stopped during shutdown. It is lazy, like every corio awaitable: `fn` starts when the
+/// awaiter is awaited, not when spawn_blocking returns (tokio's starts at once); to run it beside the
+/// awaiting task, spawn a task that awaits it. With g++ 12, name a capturing lambda (or the awaiter)
+/// before the co_await: a temporary in the awaited expression is destroyed twice (README, Limitations).
 ///
 ///     std::string text = co_await corio::spawn_blocking([] { return read_file("big.txt"); });
 ///     co_await corio::with_timeout(50ms, corio::spawn_blocking(slow_call));   // returns after 50 ms

@@ -1,6 +1,7 @@
 // The multi-thread runtime's shared state; the design note is in scheduler.hpp.
 #include "scheduler.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <corio/errors.hpp>
@@ -53,13 +54,19 @@ void scheduler::shutdown() {
   for (std::thread& thread : threads_) {                                                  // 4
     thread.join();
   }
-  blocking_.shutdown();                                                                   // 5
-  inject_.clear();                                                                        // 6
-  std::vector<root_base*> roots;
+  std::vector<root_base*> roots;                                                          // 5
   for (root_registry& registry : registries_) {
     registry.take_all(roots);
   }
+  auto waiting_for_pool = std::stable_partition(roots.begin(), roots.end(), [](const root_base* root) {
+    return root->blocking_waits.load(std::memory_order_relaxed) == 0;
+  });
+  std::vector<root_base*> later(waiting_for_pool, roots.end());
+  roots.erase(waiting_for_pool, roots.end());
   root_registry::destroy_newest_first(roots);
+  blocking_.shutdown();                                                                   // 6
+  inject_.clear();                                                                        // 7
+  root_registry::destroy_newest_first(later);
 }
 
 bool scheduler::drain_deadline_passed() const noexcept {

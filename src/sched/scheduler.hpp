@@ -17,10 +17,15 @@
 //   3. drain: wake every worker; each runs what it finds and leaves its loop once it finds nothing
 //      (or after a 1 s grace period, so a task that ignores cancellation cannot hold shutdown forever);
 //   4. join the worker threads;
-//   5. shut the blocking pool down (waits for running blocking calls to return);
-//   6. drop queued handles and destroy every root frame still registered, with the tasks they await,
-//      newest first across all shards (a child before the parent whose frame may hold what it waits on);
-//      their joiners on other executors are woken with corio::cancelled.
+//   5. destroy every root frame still registered that waits for no blocking call (root_base::
+//      blocking_waits), with the tasks it awaits, newest first across all shards (a child before the
+//      parent whose frame may hold what it waits on); their joiners on other executors are woken with
+//      corio::cancelled. Such a frame may hold what a blocking call waits for (the receiver of the
+//      channel a send_blocking fills), and nothing on the pool refers to it: a blocking call whose
+//      awaiter was cancelled runs detached;
+//   6. shut the blocking pool down (waits for running blocking calls to return);
+//   7. drop queued handles and destroy the frames left, those that waited for a blocking call (a
+//      shielded spawn_blocking, whose call may use the frame's locals until it returns), newest first.
 // A task that swallows corio::cancelled and loops on co_await cannot hold step 3 past the grace period:
 //   every awaitable that completes without suspending spends the cooperative budget, so the task
 //   returns to its worker at least every 128 such awaits, and the worker checks the deadline there.

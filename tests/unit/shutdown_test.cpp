@@ -2,6 +2,7 @@
 // leaked, lost a grant or touched freed memory before its fix.
 #include <corio/async_mutex.hpp>
 #include <corio/cancellation.hpp>
+#include <corio/channel.hpp>
 #include <corio/event.hpp>
 #include <corio/event_loop.hpp>
 #include <corio/join_handle.hpp>
@@ -224,6 +225,72 @@ TEST(shutdown, spawn_blocking_under_with_timeout_returns_at_the_deadline) {
   auto finished = std::make_shared<std::atomic<bool>>(false);
   EXPECT_THROW(rt.block_on(blocking_call_under_timeout(finished)), corio::timed_out);
   EXPECT_FALSE(finished->load());  // returned before the blocking call did: it runs on, detached
+}
+
+// A blocking call fills a rendezvous channel nobody reads; its receiver sits in a frame that outlives
+// the grace period (shielded, or swallowing cancellation). Destroying that frame is what ends the
+// call (send_blocking sees the channel closed), so shutdown must destroy it before it waits for the
+// blocking pool: before the fix ~runtime never returned.
+corio::task<void> hold_shielded(corio::receiver<int> rx) {
+  co_await corio::shield(corio::sleep_for(1h));
+  (void)rx;
+}
+
+corio::task<void> hold_swallowing(corio::receiver<int> rx) {
+  std::atomic<int> swallowed{0};
+  co_await sleep_forever_swallowing_everything(&swallowed);
+  (void)rx;
+}
+
+corio::task<void> feed_blocking(corio::sender<int> tx) {
+  auto feed = [tx = std::move(tx)]() mutable {
+    while (tx.send_blocking(1)) {
+    }
+  };
+  auto call = corio::spawn_blocking(std::move(feed));  // named: see blocking_call_under_timeout
+  co_await std::move(call);
+}
+
+TEST(shutdown, a_blocking_call_waiting_on_a_frame_that_outlived_the_grace_does_not_hold_shutdown) {
+  for (bool shielded : {true, false}) {
+    auto rt = std::make_unique<corio::runtime>(workers(2));
+    auto [tx, rx] = corio::channel<int>(0);
+    rt->spawn(shielded ? hold_shielded(std::move(rx)) : hold_swallowing(std::move(rx))).detach();
+    rt->spawn(feed_blocking(std::move(tx))).detach();
+    std::this_thread::sleep_for(30ms);
+    auto took = time_of([&] { rt.reset(); });
+    EXPECT_LT(took, 5s) << (shielded ? "shielded" : "swallowing") << " holder";
+  }
+}
+
+// The other side of that order: a frame parked in a shielded spawn_blocking is destroyed only after
+// the call returned, because the call may use the frame's locals until then.
+struct frame_marker {
+  std::shared_ptr<std::atomic<bool>> destroyed;
+  ~frame_marker() { destroyed->store(true); }
+};
+
+corio::task<void> shielded_blocking_call(std::shared_ptr<std::atomic<bool>> destroyed,
+                                         std::shared_ptr<std::atomic<bool>> frame_outlived_call) {
+  frame_marker marker{destroyed};
+  auto call = [destroyed, frame_outlived_call] {
+    std::this_thread::sleep_for(1500ms);  // past the 1 s grace
+    frame_outlived_call->store(!destroyed->load());
+  };
+  auto op = corio::spawn_blocking(std::move(call));
+  co_await corio::shield(std::move(op));
+}
+
+TEST(shutdown, a_frame_waiting_for_a_shielded_blocking_call_is_destroyed_after_the_call_returns) {
+  auto destroyed = std::make_shared<std::atomic<bool>>(false);
+  auto frame_outlived_call = std::make_shared<std::atomic<bool>>(false);
+  {
+    corio::runtime rt(workers(2));
+    rt.spawn(shielded_blocking_call(destroyed, frame_outlived_call)).detach();
+    std::this_thread::sleep_for(30ms);
+  }
+  EXPECT_TRUE(destroyed->load());
+  EXPECT_TRUE(frame_outlived_call->load()) << "the frame went before its blocking call returned";
 }
 
 TEST(shutdown, a_failure_detached_after_the_task_finished_reaches_the_runtime_hook) {

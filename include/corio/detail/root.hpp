@@ -91,6 +91,9 @@ struct root_base {
   std::coroutine_handle<> joiner;
   executor* joiner_owner = nullptr;
   stop_state stop;  // what the chain's promises point at (if the root can be cancelled)
+  // spawn_blocking calls the chain waits for (its awaiters parked in `waiting`): a runtime's shutdown
+  // destroys the frames that wait for none before it waits for the blocking pool (scheduler.hpp).
+  std::atomic<int> blocking_waits{0};
   std::exception_ptr failure_;  // the exception that escaped the task, kept for reporting
   std::shared_ptr<const failure_sink> sink_;  // set by the finishing side if a handle may report later
 
