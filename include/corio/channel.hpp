@@ -370,11 +370,17 @@ class receiver : public detail::channel_handle<T, false> {
 
 /// A channel of capacity `capacity`: 0 is a rendezvous (a send completes when a receiver takes the
 /// value, like Go's unbuffered chan), N > 0 buffers up to N values. One allocation (the state and its
-/// buffer); no allocation per message. T must be nothrow move constructible.
+/// buffer); no allocation per message. T must be nothrow move constructible. The buffer is allocated
+/// up front: a capacity too large to address throws std::length_error (SIZE_MAX too: for no bound at
+/// all, use unbounded_channel), one the allocator refuses throws std::bad_alloc.
 ///
 ///     auto [tx, rx] = corio::channel<int>(256);
 template <class T>
 [[nodiscard]] std::pair<sender<T>, receiver<T>> channel(std::size_t capacity) {
+  if (capacity == detail::channel_state<T>::unbounded) {
+    throw std::length_error(
+        "corio::channel: capacity too large (for a channel without a bound, use unbounded_channel)");
+  }
   detail::channel_state<T>* state = detail::channel_state<T>::create(capacity);
   return {sender<T>(state), receiver<T>(state)};
 }

@@ -4,7 +4,7 @@
 // Design note.
 // Purpose: run coroutines and posted functors on one thread; let any thread hand work to it.
 // Invariants:
-//  - Only the thread inside run()/run_until_idle() resumes this loop's coroutines, and only from the
+//  - Only the thread inside run()/run_until_idle()/block_on() resumes this loop's coroutines, and only from the
 //    local run queue. Other threads reach the loop through post() alone.
 //  - Every coroutine spawned on the loop is a root in `roots_` until it finishes; destroying the loop
 //    destroys every root frame still alive, and with it the chain of tasks each root awaits.
@@ -13,7 +13,7 @@
 //    this loop's before it is posted here; whichever executor is destroyed first destroys only what
 //    it owns, and a joiner elsewhere is woken with corio::cancelled. The registry is locked, so roots
 //    may arrive or finish from any thread.
-// Threads: post(), stop() and stopped() are thread-safe, as is the executor entry point awaitables
+// Threads: post(), spawn(), stop() and stopped() are thread-safe, as is the executor entry point awaitables
 //   use to wake a coroutine parked here. Timers are armed on the loop's thread only. Everything else is for the loop's thread
 //   (or any single thread before the first run()).
 // Scheduling: run() alternates a batch of up to 64 ready coroutines with a batch of up to 1024 posted
@@ -51,6 +51,8 @@
 #include <corio/detail/timer_queue.hpp>
 #include <corio/errors.hpp>
 #include <corio/io_backend.hpp>
+#include <corio/join_handle.hpp>
+#include <corio/sync_wait.hpp>
 #include <corio/task.hpp>
 #include <corio/yield.hpp>
 
@@ -107,8 +109,9 @@ class event_loop final : private detail::executor {
   event_loop(const event_loop&) = delete;
   event_loop& operator=(const event_loop&) = delete;
 
-  /// Takes ownership of `body` and queues it to start on this loop. Loop thread only (or before the
-  /// loop first runs). An exception escaping `body` is rethrown from run()/run_until_idle().
+  /// Takes ownership of `body` and queues it to start on this loop. Thread-safe: from another thread
+  /// the task reaches the loop through the post queue. An exception escaping `body` is rethrown from
+  /// run()/run_until_idle().
   /// (corio::spawn, from a coroutine on the loop, returns a join_handle instead.)
   /// Throws corio::invalid_task for an empty task and corio::loop_stopped after stop().
   void spawn(task<void> body);
@@ -125,6 +128,24 @@ class event_loop final : private detail::executor {
   /// first exception that escaped a spawned task or a posted functor; the loop can be run again.
   /// Throws std::logic_error if the thread is already running a loop.
   void run();
+
+  /// Runs the loop, as run() does, until `body` finishes; returns its value or rethrows its exception
+  /// (a program's main task, as tokio's block_on on a current-thread runtime). Other tasks stay where
+  /// they are, to go on in the next run() or block_on(). Throws std::logic_error if the thread already
+  /// runs a loop, corio::loop_stopped if the loop is or gets stopped first (`body` is then destroyed
+  /// with the loop), and what run() rethrows from other tasks.
+  ///
+  ///     corio::event_loop loop;
+  ///     int answer = loop.block_on(compute());
+  template <class T>
+  T block_on(task<T> body) {
+    join_handle<T> handle = detail::spawn_on(*this, std::move(body));
+    run_until([](const void* joined) { return static_cast<const join_handle<T>*>(joined)->is_finished(); }, &handle);
+    if (!handle.is_finished()) {
+      throw loop_stopped("corio::event_loop::block_on: the loop was stopped before the task finished");
+    }
+    return sync_wait(std::move(handle));
+  }
 
   /// Runs until no coroutine is ready and no posted functor is waiting, then returns without parking.
   /// Coroutines suspended on other events stay suspended. Errors as for run().
@@ -171,6 +192,8 @@ class event_loop final : private detail::executor {
   bool accept_hop(detail::promise_base* chain, std::coroutine_handle<> handle) noexcept;
   bool move_and_post(detail::promise_base* chain, std::coroutine_handle<> handle) noexcept;
 
+  /// run(), until `done(context)` (null: until stop()).
+  void run_until(bool (*done)(const void* context), const void* context);
   std::size_t run_one_round();
   bool posts_arrive_soon() noexcept;
   void rethrow_pending_error();

@@ -133,6 +133,10 @@ class [[nodiscard]] join_handle {
         detail::join_state<T>* state;
         ~release_on_exit() { state->release(); }
       } guard{state};
+      // Joined: no report will need the record's copy of a failure. Dropped here, so the exception's
+      // last reference goes on this thread, which handles it, not on the finishing worker (which
+      // ThreadSanitizer, blind to the exception's reference count, would report as a race).
+      state->failure_ = nullptr;
       return state->result.take();
     }
 

@@ -31,6 +31,11 @@ class oneshot_sender {
   /// Sends `value` without waiting. Returns false, with `value` untouched, if the receiver is gone.
   /// The sender is spent either way; a second send throws corio::invalid_channel.
   bool send(T&& value) {
+    if (!tx_) {
+      throw invalid_channel(
+          "corio::oneshot_sender::send: the sender is spent (it already sent, or was moved from or "
+          "default-constructed)");
+    }
     sender<T> spent = std::move(tx_);
     return spent.try_send(std::move(value)) == channel_status::ok;
   }

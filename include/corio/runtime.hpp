@@ -82,6 +82,13 @@ class runtime {
     return sync_wait(spawn(std::move(body)));
   }
 
+  /// Runs the task `make()` returns, as above, keeping the callable alive inside it:
+  /// `rt.block_on([&]() -> corio::task<int> { ... })`.
+  template <detail::task_factory F>
+  auto block_on(F&& make) {
+    return block_on(detail::invoke_keeping(std::decay_t<F>(std::forward<F>(make))));
+  }
+
   /// Spawns `body` from any thread; it starts on some worker. Throws corio::runtime_stopped after
   /// shutdown() and corio::invalid_task for an empty task.
   template <class T>

@@ -18,8 +18,9 @@
 namespace corio {
 
 /// A counting semaphore: acquire() takes one permit, suspending the coroutine (never the thread)
-/// while none is available; release() returns permits and wakes waiters in FIFO order. A waiter
-/// resumes on the executor it suspended on (inline on the releasing thread if it waited on a plain
+/// while none is available; release() returns permits and grants them to waiters in FIFO order (the
+/// woken tasks then run in their executors' order: on one worker, the last one woken runs first). A
+/// waiter resumes on the executor it suspended on (inline on the releasing thread if it waited on a plain
 /// thread). Cancelling a waiting task makes its acquire() throw corio::cancelled without consuming a
 /// permit. Every member is thread-safe. The semaphore must outlive its waiters.
 ///

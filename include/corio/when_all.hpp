@@ -15,6 +15,8 @@ namespace corio {
 /// when all have finished, with a tuple of their results (`void` becomes std::monostate). If any
 /// failed, the first failure in argument order is rethrown after all have finished. Resumes on the
 /// thread where the last operand finished. Cancellation of the awaiting task reaches every operand.
+/// A failure or a cancellation drops the results of the operands that did finish, a value a channel
+/// recv had already taken included (use select where a received value must not be lost).
 ///
 ///     auto [a, b] = co_await corio::when_all(fetch_a(), fetch_b());
 template <class... Awaitables>

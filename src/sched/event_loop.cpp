@@ -231,7 +231,9 @@ bool event_loop::posts_arrive_soon() noexcept {
   return false;
 }
 
-void event_loop::run() {
+void event_loop::run() { run_until(nullptr, nullptr); }
+
+void event_loop::run_until(bool (*done)(const void* context), const void* context) {
   // A round that found only a trickle of work means the loop has caught up with its producers. Going
   // straight back would re-read each producer's tail (and the records just written) after every item
   // or two, moving those cache lines between cores on nearly every post; a short pause lets work
@@ -241,11 +243,14 @@ void event_loop::run() {
   constexpr int trickle_pauses = 32;
   running_scope scope(*this);
   while (!stopped()) {
-    std::size_t done = run_one_round();
-    if (done >= trickle || !ready_.empty()) {
+    std::size_t ran = run_one_round();
+    if (done != nullptr && done(context)) {
+      return;
+    }
+    if (ran >= trickle || !ready_.empty()) {
       continue;
     }
-    if (done != 0) {
+    if (ran != 0) {
       spin_pause(trickle_pauses);
       continue;
     }

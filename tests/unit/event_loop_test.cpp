@@ -1,11 +1,13 @@
 #include <corio/event_loop.hpp>
 #include <corio/sync_wait.hpp>
 #include <corio/task.hpp>
+#include <corio/time.hpp>
 #include <corio/yield.hpp>
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -134,6 +136,69 @@ TEST(event_loop, run_returns_after_stop_from_another_thread) {
   loop.run();
   stopper.join();
   EXPECT_TRUE(loop.stopped());
+}
+
+TEST(event_loop, spawn_from_other_threads_while_it_runs_starts_every_task_on_the_loop_thread) {
+  corio::event_loop loop;
+  std::atomic<int> ran{0};
+  std::atomic<int> off_thread{0};
+  const std::thread::id loop_thread = std::this_thread::get_id();
+  auto body = [&]() -> corio::task<void> {
+    co_await corio::yield();
+    if (std::this_thread::get_id() != loop_thread) {
+      off_thread.fetch_add(1);
+    }
+    if (ran.fetch_add(1) + 1 == 400) {
+      loop.stop();
+    }
+  };
+  std::vector<std::thread> spawners;
+  for (int t = 0; t < 4; ++t) {
+    spawners.emplace_back([&] {
+      for (int i = 0; i < 100; ++i) {
+        loop.spawn(body);
+      }
+    });
+  }
+  loop.run();
+  for (auto& spawner : spawners) {
+    spawner.join();
+  }
+  EXPECT_EQ(ran.load(), 400);
+  EXPECT_EQ(off_thread.load(), 0);
+}
+
+TEST(event_loop, block_on_runs_the_loop_until_its_task_finishes_and_returns_its_value) {
+  corio::event_loop loop;
+  bool other_ran = false;
+  loop.spawn([&]() -> corio::task<void> {
+    co_await corio::yield();
+    other_ran = true;
+  });
+  int answer = loop.block_on([]() -> corio::task<int> {
+    for (int i = 0; i < 3; ++i) {
+      co_await corio::yield();
+    }
+    co_return 42;
+  }());
+  EXPECT_EQ(answer, 42);
+  EXPECT_TRUE(other_ran);
+  EXPECT_THROW(loop.block_on([]() -> corio::task<void> {
+    co_await corio::yield();
+    throw std::domain_error("failed");
+  }()),
+               std::domain_error);
+}
+
+TEST(event_loop, block_on_a_task_the_loop_is_stopped_under_throws_loop_stopped) {
+  corio::event_loop loop;
+  auto stops_its_loop = [](corio::event_loop& l) -> corio::task<int> {
+    l.stop();
+    co_await corio::sleep_for(std::chrono::hours(1));
+    co_return 1;
+  };
+  EXPECT_THROW(loop.block_on(stops_its_loop(loop)), corio::loop_stopped);
+  EXPECT_THROW(loop.block_on(stops_its_loop(loop)), corio::loop_stopped);  // stopped for good
 }
 
 TEST(event_loop, running_two_loops_on_one_thread_is_rejected) {

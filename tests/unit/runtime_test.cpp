@@ -33,6 +33,16 @@ TEST(runtime, block_on_returns_the_value) {
   EXPECT_EQ(rt.workers(), 2u);
 }
 
+TEST(runtime, block_on_takes_a_callable_and_keeps_its_captures_alive) {
+  corio::runtime rt(corio::runtime::options{.workers = 2, .max_blocking_threads = 64});
+  std::string word(40, 'w');  // past the small-string buffer: a dangling capture reads freed heap
+  std::size_t length = rt.block_on([word]() -> corio::task<std::size_t> {
+    co_await corio::yield();
+    co_return word.size();
+  });
+  EXPECT_EQ(length, 40u);
+}
+
 TEST(runtime, block_on_rethrows_the_exception) {
   corio::runtime rt(corio::runtime::options{.workers = 2, .max_blocking_threads = 64});
   auto failing = []() -> corio::task<void> {

@@ -26,10 +26,11 @@ class result_slot {
   /// The stored exception, or null.
   std::exception_ptr error() const noexcept { return outcome_.index() == 2 ? std::get<2>(outcome_) : nullptr; }
 
-  /// Moves the value out, or rethrows the stored exception.
+  /// Moves the value out, or moves the stored exception out and rethrows it (so the slot, which may be
+  /// destroyed on another thread, no longer shares it with the thread handling it).
   T take() {
     if (outcome_.index() == 2) {
-      std::rethrow_exception(std::get<2>(outcome_));
+      std::rethrow_exception(std::exchange(std::get<2>(outcome_), nullptr));
     }
     if constexpr (std::is_reference_v<T>) {
       return static_cast<T>(*std::get<1>(outcome_));
@@ -47,9 +48,9 @@ class result_slot<void> {
  public:
   void set_exception(std::exception_ptr error) noexcept { error_ = std::move(error); }
   std::exception_ptr error() const noexcept { return error_; }
-  void take() const {
+  void take() {
     if (error_) {
-      std::rethrow_exception(error_);
+      std::rethrow_exception(std::exchange(error_, nullptr));
     }
   }
 
