@@ -90,8 +90,30 @@ struct select_branch<default_branch> {
   result_type take() noexcept { return {}; }
 };
 
+// A channel branch that takes part only if `enabled` (corio::only_if): a disabled one is left out of
+// the waiter's nodes, so it is never polled, never parked on and never wins.
+template <class Branch>
+struct only_if_branch {
+  Branch branch;
+  bool enabled;
+};
+
+template <class Branch>
+struct select_branch<only_if_branch<Branch>> : select_branch<Branch> {
+  select_branch(with_index<only_if_branch<Branch>> b) noexcept  // NOLINT
+      : select_branch<Branch>(with_index<Branch>{b.branch.branch, b.index}), enabled(b.branch.enabled) {}
+  bool enabled;
+};
+
 template <class Branch>
 concept select_branch_kind = requires { typename select_branch<Branch>::result_type; };
+
+template <class Branch>
+inline constexpr bool is_channel_operation = false;
+template <class T>
+inline constexpr bool is_channel_operation<recv_operation<T>> = true;
+template <class T>
+inline constexpr bool is_channel_operation<send_operation<T>> = true;
 
 template <bool Biased, class... Branches>
 class select_awaiter {
@@ -102,8 +124,8 @@ class select_awaiter {
 
   explicit select_awaiter(std::tuple<Branches...>& branches)
       : branches_(make_branches(branches, std::index_sequence_for<Branches...>{})),
-        nodes_(collect_nodes()),
-        waiter_(nodes_.data(), node_count, shape()) {}
+        enabled_nodes_(collect_nodes()),
+        waiter_(nodes_.data(), enabled_nodes_, shape()) {}
   select_awaiter(const select_awaiter&) = delete;
   select_awaiter& operator=(const select_awaiter&) = delete;
 
@@ -125,21 +147,26 @@ class select_awaiter {
         with_index<Branches>{std::get<I>(branches), static_cast<std::uint32_t>(I)}...);
   }
 
-  std::array<chan_node*, node_count> collect_nodes() noexcept {
-    std::array<chan_node*, node_count> nodes{};
+  // Fills nodes_ with the nodes of the enabled channel branches; returns how many.
+  std::size_t collect_nodes() noexcept {
     std::size_t next = 0;
     std::apply(
         [&](auto&... branch) {
           (
               [&](auto& b) {
                 if constexpr (std::remove_reference_t<decltype(b)>::has_node) {
-                  nodes[next++] = &b.node;
+                  if constexpr (requires { b.enabled; }) {
+                    if (!b.enabled) {
+                      return;
+                    }
+                  }
+                  nodes_[next++] = &b.node;
                 }
               }(branch),
               ...);
         },
         branches_);
-    return nodes;
+    return next;
   }
 
   select_shape shape() noexcept {
@@ -170,7 +197,8 @@ class select_awaiter {
   }
 
   std::tuple<select_branch<Branches>...> branches_;
-  std::array<chan_node*, node_count> nodes_;
+  std::array<chan_node*, node_count> nodes_{};
+  std::size_t enabled_nodes_;
   chan_waiter waiter_;  // last: destroyed first, while the nodes and slots it may give back exist
 };
 
@@ -187,7 +215,8 @@ class select_operation {
 template <class... Branches>
 constexpr void check_select_branches() {
   static_assert((select_branch_kind<Branches> && ...),
-                "corio::select: each branch must be rx.recv(), tx.send(v), corio::after(d) or corio::otherwise()");
+                "corio::select: each branch must be rx.recv(), tx.send(v), corio::only_if(c, branch), "
+                "corio::after(d) or corio::otherwise()");
   static_assert((std::size_t{std::is_same_v<Branches, timeout_branch>} + ...) <= 1,
                 "corio::select: at most one timeout branch");
   static_assert((std::size_t{std::is_same_v<Branches, default_branch>} + ...) <= 1,
@@ -208,6 +237,18 @@ template <class Rep, class Period>
 /// A select branch that wins at once when no channel branch is ready (Go's `default:`): the select
 /// never suspends. It yields corio::select_default.
 [[nodiscard]] inline detail::default_branch otherwise() noexcept { return {}; }
+
+/// A channel branch (rx.recv() or tx.send(v)) that takes part in its select only if `enabled`: a
+/// disabled branch is never polled and never wins (tokio's `branch, if cond`; Go's nil channel), so a
+/// loop can drop the branch of a channel it found closed. A select whose branches are all disabled
+/// waits for its timeout or default branch, or, with neither, until it is cancelled (as Go's does).
+///
+///     auto r = co_await corio::select(corio::only_if(a_open, a.recv()), corio::only_if(b_open, b.recv()));
+template <class Branch>
+  requires detail::is_channel_operation<Branch>
+[[nodiscard]] detail::only_if_branch<Branch> only_if(bool enabled, Branch branch) {
+  return {std::move(branch), enabled};
+}
 
 /// `co_await corio::select(branches...)` waits until one branch can complete, completes exactly
 /// that one, and yields a std::variant whose index() is the winning branch's position and whose

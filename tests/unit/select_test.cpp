@@ -3,6 +3,7 @@
 #include <corio/select.hpp>
 #include <corio/sync_wait.hpp>
 #include <corio/task.hpp>
+#include <corio/time.hpp>
 
 #include <gtest/gtest.h>
 
@@ -42,6 +43,54 @@ TEST(select, yields_the_ready_branch_index_and_its_value) {
     EXPECT_TRUE(r.index() == 1 && std::get<1>(r) == "b");
   });
   EXPECT_EQ(a_rx.size(), 0u);
+}
+
+// Go's nil-channel idiom: a loop over two channels drops the branch of the one it found closed,
+// instead of spinning on its nullopt, and ends when both are closed.
+TEST(select, a_disabled_branch_is_never_polled_so_a_loop_can_drop_a_closed_channel) {
+  auto [a_tx, a_rx] = corio::channel<int>(4);
+  auto [b_tx, b_rx] = corio::channel<int>(4);
+  run_on_loop([&]() -> corio::task<void> {
+    EXPECT_EQ(a_tx.try_send(1), corio::channel_status::ok);
+    a_tx.close();
+    EXPECT_EQ(b_tx.try_send(10), corio::channel_status::ok);
+    EXPECT_EQ(b_tx.try_send(20), corio::channel_status::ok);
+    b_tx.close();
+    bool a_open = true;
+    bool b_open = true;
+    int sum = 0;
+    int rounds = 0;
+    while (a_open || b_open) {
+      ++rounds;
+      auto r = co_await corio::select(corio::only_if(a_open, a_rx.recv()), corio::only_if(b_open, b_rx.recv()));
+      auto& got = r.index() == 0 ? std::get<0>(r) : std::get<1>(r);
+      if (!got) {
+        (r.index() == 0 ? a_open : b_open) = false;
+      } else {
+        sum += *got;
+      }
+    }
+    EXPECT_EQ(sum, 31);
+    EXPECT_EQ(rounds, 5);  // three values and two closes: no round won by a dropped branch
+  });
+}
+
+TEST(select, with_every_channel_branch_disabled_only_the_timeout_or_default_can_win) {
+  auto [tx, rx] = corio::channel<int>(1);
+  EXPECT_EQ(tx.try_send(7), corio::channel_status::ok);
+  run_on_loop([&]() -> corio::task<void> {
+    auto r = co_await corio::select(corio::only_if(false, rx.recv()), corio::after(10ms));
+    EXPECT_EQ(r.index(), 1u);
+    auto d = co_await corio::select(corio::only_if(false, rx.recv()), corio::otherwise());
+    EXPECT_EQ(d.index(), 1u);
+    auto e = co_await corio::select(corio::only_if(true, rx.recv()), corio::otherwise());
+    EXPECT_TRUE(e.index() == 0 && std::get<0>(e) == 7);
+    try {
+      co_await corio::with_timeout(10ms, corio::select(corio::only_if(false, rx.recv())));
+      ADD_FAILURE() << "a select of disabled branches completed";
+    } catch (const corio::timed_out&) {
+    }
+  });
 }
 
 TEST(select, picks_among_ready_branches_at_random) {
