@@ -13,14 +13,17 @@
 //   the full-expression that created it (do not store it; `send(const T&)` copies, so it is exempt).
 // Threads: handles may be copied, moved and used on any thread; a single handle object is not
 //   itself synchronised (like std::shared_ptr), so give each task its own copy.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <stop_token>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
 
+#include <corio/cancellation.hpp>
 #include <corio/detail/chan_op.hpp>
 #include <corio/detail/channel_state.hpp>
 #include <corio/detail/executor.hpp>
@@ -209,6 +212,20 @@ inline void refuse_on_executor(const char* operation) {
   }
 }
 
+// Runs a channel operation on a plain thread for at most `timeout`: its result, or nullopt if the
+// deadline stopped it first (its stop request cancels it as a cancelled task's would, so a value that
+// arrived in that same instant is returned, never lost).
+template <class Operation, class Rep, class Period>
+std::optional<await_result_t<Operation>> blocking_for(Operation operation, std::chrono::duration<Rep, Period> timeout) {
+  std::stop_source deadline;
+  try {
+    return make_sync_wait_driver(with_stop_token(deadline.get_token(), as_task(std::move(operation))))
+        .run_until(std::chrono::steady_clock::now() + timeout, [&] { deadline.request_stop(); });
+  } catch (const cancelled&) {
+    return std::nullopt;
+  }
+}
+
 }  // namespace detail
 
 /// `co_await rx.recv()`, or a branch of corio::select. A description: it does nothing until awaited.
@@ -290,6 +307,15 @@ class sender : public detail::channel_handle<T, true> {
     return try_send(std::move(copy));
   }
 
+  /// For plain threads: as send_blocking, for at most `timeout`: ok (delivered), closed, or full if
+  /// there was no room in time; unless ok, `value` is untouched.
+  template <class Rep, class Period>
+  channel_status send_blocking_for(T&& value, std::chrono::duration<Rep, Period> timeout) {
+    detail::refuse_on_executor("sender::send_blocking_for");
+    std::optional<send_result> sent = detail::blocking_for(send(std::move(value)), timeout);
+    return !sent ? channel_status::full : sent->delivered() ? channel_status::ok : channel_status::closed;
+  }
+
   /// For plain threads: blocks the thread until the value is delivered (true) or the channel closed
   /// (false, `value` untouched). Throws corio::invalid_channel on an event loop or runtime worker.
   bool send_blocking(T&& value) {
@@ -356,6 +382,18 @@ class receiver : public detail::channel_handle<T, false> {
   std::optional<T> recv_blocking() {
     detail::refuse_on_executor("receiver::recv_blocking");
     return sync_wait(recv());
+  }
+
+  /// For plain threads: as recv_blocking, for at most `timeout` (std::sync::mpsc's recv_timeout): ok
+  /// with the value, closed (closed and drained), or empty if nothing arrived in time.
+  template <class Rep, class Period>
+  try_recv_result<T> recv_blocking_for(std::chrono::duration<Rep, Period> timeout) {
+    detail::refuse_on_executor("receiver::recv_blocking_for");
+    std::optional<std::optional<T>> got = detail::blocking_for(recv(), timeout);
+    if (!got) {
+      return {channel_status::empty, std::nullopt};
+    }
+    return {*got ? channel_status::ok : channel_status::closed, std::move(*got)};
   }
 
   /// How many values are buffered right now (a snapshot).

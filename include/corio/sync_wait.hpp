@@ -1,5 +1,6 @@
 #pragma once
 // corio::sync_wait: run an awaitable to completion from ordinary (non-coroutine) code.
+#include <chrono>
 #include <condition_variable>
 #include <coroutine>
 #include <exception>
@@ -28,6 +29,12 @@ class completion_signal {
   void wait() {
     std::unique_lock lock(mutex_);
     ready_.wait(lock, [this] { return done_; });
+  }
+  /// False if `deadline` passed first.
+  template <class Clock, class Duration>
+  bool wait_until(std::chrono::time_point<Clock, Duration> deadline) {
+    std::unique_lock lock(mutex_);
+    return ready_.wait_until(lock, deadline, [this] { return done_; });
   }
 
  private:
@@ -91,6 +98,20 @@ class sync_wait_driver {
     handle_.promise().signal_ = &signal;
     detail::resume_top(handle_);
     signal.wait();
+    return handle_.promise().result_.take();
+  }
+
+  /// run(), calling `on_deadline` once if `deadline` passes first (to make the awaitable end, by a
+  /// stop request), then waiting for it to end.
+  template <class Clock, class Duration, class OnDeadline>
+  T run_until(std::chrono::time_point<Clock, Duration> deadline, OnDeadline on_deadline) {
+    completion_signal signal;
+    handle_.promise().signal_ = &signal;
+    detail::resume_top(handle_);
+    if (!signal.wait_until(deadline)) {
+      on_deadline();
+      signal.wait();
+    }
     return handle_.promise().result_.take();
   }
 

@@ -14,6 +14,7 @@
 //   share it (std::shared_ptr<const U>).
 // Rejected: the channel waiter (chan_waiter): there is no value to hand over, only a condition to
 //   re-check, which is exactly what the sync primitives' waiter does.
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -58,15 +59,25 @@ class watch_sender {
   }
   ~watch_sender() { close(); }
 
-  /// Replaces the value and wakes every receiver waiting in changed(). Throws corio::invalid_channel
-  /// on a moved-from sender.
-  void send(T value) {
+  /// Replaces the value and wakes every receiver waiting in changed(). Returns false if no receiver
+  /// was left to see it (tokio's send fails then; here the value is stored anyway, for receivers that
+  /// subscribe() later). Throws corio::invalid_channel on a moved-from sender.
+  bool send(T value) {
     detail::watch_state<T>& state = detail::checked(state_.get(), "watch_sender::send");
-    detail::wake_batch woken;
-    std::lock_guard guard(state.waiters.mutex());
-    std::swap(state.value, value);  // the old value is destroyed after the lock is released
-    ++state.version;
-    state.waiters.wake_all(woken);
+    {
+      detail::wake_batch woken;
+      std::lock_guard guard(state.waiters.mutex());
+      std::swap(state.value, value);  // the old value is destroyed after the lock is released
+      ++state.version;
+      state.waiters.wake_all(woken);
+    }
+    return receiver_count() != 0;
+  }
+
+  /// How many receivers there are now (each holds the watch's state; so does this sender).
+  [[nodiscard]] std::size_t receiver_count() const {
+    detail::checked(state_.get(), "watch_sender::receiver_count");
+    return static_cast<std::size_t>(state_.use_count() - 1);
   }
 
   /// A new receiver that has seen the current value.

@@ -475,6 +475,30 @@ TEST(channel, recv_blocking_on_a_plain_thread_takes_values_from_a_loop) {
   EXPECT_EQ(rx.recv_blocking(), std::nullopt);  // the task ended, its sender with it
 }
 
+TEST(channel, timed_blocking_calls_tell_a_value_a_timeout_and_a_close_apart) {
+  using namespace std::chrono_literals;
+  auto [tx, rx] = corio::channel<std::string>(1);
+  EXPECT_EQ(rx.recv_blocking_for(10ms).status, corio::channel_status::empty);
+  std::string first = "first";
+  EXPECT_EQ(tx.send_blocking_for(std::move(first), 10ms), corio::channel_status::ok);
+  std::string second = "second";
+  EXPECT_EQ(tx.send_blocking_for(std::move(second), 10ms), corio::channel_status::full);
+  EXPECT_EQ(second, "second");  // not delivered: untouched
+  auto got = rx.recv_blocking_for(10ms);
+  EXPECT_EQ(got.status, corio::channel_status::ok);
+  EXPECT_EQ(got.value, "first");
+  std::thread late([tx = tx]() mutable {
+    std::this_thread::sleep_for(20ms);
+    EXPECT_TRUE(tx.send_blocking(std::string("late")));
+  });
+  auto waited = rx.recv_blocking_for(10s);  // a value that arrives during the wait ends it
+  late.join();
+  EXPECT_EQ(waited.value, "late");
+  tx.close();
+  EXPECT_EQ(rx.recv_blocking_for(10s).status, corio::channel_status::closed);
+  EXPECT_EQ(tx.send_blocking_for(std::string("closed"), 10ms), corio::channel_status::closed);
+}
+
 TEST(channel, a_receiver_draining_a_full_channel_still_lets_other_tasks_run) {
   auto [tx, rx] = corio::unbounded_channel<int>();
   for (int i = 0; i < 1000; ++i) {

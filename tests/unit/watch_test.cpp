@@ -22,6 +22,21 @@ TEST(watch, receivers_start_with_the_initial_value_seen) {
   EXPECT_FALSE(rx.has_changed());
 }
 
+TEST(watch, send_tells_whether_any_receiver_is_left_and_the_sender_counts_them) {
+  auto [tx, rx] = corio::watch<int>(0);
+  EXPECT_EQ(tx.receiver_count(), 1u);
+  auto copy = rx;
+  EXPECT_EQ(tx.receiver_count(), 2u);
+  EXPECT_TRUE(tx.send(1));
+  {
+    auto gone = std::move(rx);
+    auto also_gone = std::move(copy);
+  }
+  EXPECT_EQ(tx.receiver_count(), 0u);
+  EXPECT_FALSE(tx.send(2));
+  EXPECT_EQ(tx.subscribe().borrow(), 2);  // stored anyway, for a later subscriber
+}
+
 TEST(watch, changed_wakes_every_waiting_receiver_and_they_see_only_the_latest) {
   auto [tx, rx] = corio::watch<int>(0);
   corio::event_loop loop;
