@@ -213,8 +213,9 @@ inline void refuse_on_executor(const char* operation) {
 }
 
 // Runs a channel operation on a plain thread for at most `timeout`: its result, or nullopt if the
-// deadline stopped it first (its stop request cancels it as a cancelled task's would, so a value that
-// arrived in that same instant is returned, never lost).
+// deadline stopped it first. The deadline's stop request cancels it as a cancelled task's would: a
+// value handed to a recv in that same instant goes back to the channel, never lost, and a send that
+// did not deliver leaves its value with the caller.
 template <class Operation, class Rep, class Period>
 std::optional<await_result_t<Operation>> blocking_for(Operation operation, std::chrono::duration<Rep, Period> timeout) {
   std::stop_source deadline;
@@ -385,7 +386,8 @@ class receiver : public detail::channel_handle<T, false> {
   }
 
   /// For plain threads: as recv_blocking, for at most `timeout` (std::sync::mpsc's recv_timeout): ok
-  /// with the value, closed (closed and drained), or empty if nothing arrived in time.
+  /// with the value, closed (closed and drained), or empty if nothing arrived in time (a value handed
+  /// over just as the time ran out stays in the channel).
   template <class Rep, class Period>
   try_recv_result<T> recv_blocking_for(std::chrono::duration<Rep, Period> timeout) {
     detail::refuse_on_executor("receiver::recv_blocking_for");
@@ -423,7 +425,9 @@ template <class T>
   return {sender<T>(state), receiver<T>(state)};
 }
 
-/// A channel whose sends never wait (the buffer grows by doubling).
+/// A channel whose sends never wait (the buffer grows by doubling). It keeps the largest buffer it
+/// grew to until it is destroyed: a burst of a million values leaves that much memory with it (tokio's
+/// gives blocks back); bound the channel, or replace it after a burst, where that matters.
 template <class T>
 [[nodiscard]] std::pair<sender<T>, receiver<T>> unbounded_channel() {
   detail::channel_state<T>* state = detail::channel_state<T>::create(detail::channel_state<T>::unbounded);
