@@ -2,6 +2,7 @@
 #include "scheduler.hpp"
 
 #include <algorithm>
+#include <span>
 #include <stdexcept>
 
 #include <corio/errors.hpp>
@@ -58,15 +59,13 @@ void scheduler::shutdown() {
   for (root_registry& registry : registries_) {
     registry.take_all(roots);
   }
-  auto waiting_for_pool = std::stable_partition(roots.begin(), roots.end(), [](const root_base* root) {
+  auto waiting_for_pool = std::partition(roots.begin(), roots.end(), [](const root_base* root) {
     return root->blocking_waits.load(std::memory_order_relaxed) == 0;
   });
-  std::vector<root_base*> later(waiting_for_pool, roots.end());
-  roots.erase(waiting_for_pool, roots.end());
-  root_registry::destroy_newest_first(roots);
+  root_registry::destroy_newest_first(std::span(roots.begin(), waiting_for_pool));
   blocking_.shutdown();                                                                   // 6
   inject_.clear();                                                                        // 7
-  root_registry::destroy_newest_first(later);
+  root_registry::destroy_newest_first(std::span(waiting_for_pool, roots.end()));
 }
 
 bool scheduler::drain_deadline_passed() const noexcept {

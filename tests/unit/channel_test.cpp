@@ -31,8 +31,8 @@ using corio::test::lifetime_counts;
 using corio::test::run_on_loop;
 
 TEST(channel, a_capacity_too_large_is_a_length_error_not_an_unbounded_channel) {
-  EXPECT_THROW(corio::channel<int>(SIZE_MAX), std::length_error);
-  EXPECT_THROW(corio::channel<int>(SIZE_MAX / 2), std::length_error);
+  EXPECT_THROW((void)corio::channel<int>(SIZE_MAX), std::length_error);
+  EXPECT_THROW((void)corio::channel<int>(SIZE_MAX / 2), std::length_error);
 }
 
 TEST(channel, buffered_values_are_received_in_fifo_order) {
