@@ -123,14 +123,17 @@ class task_scope {
       throw invalid_task("corio::task_scope::spawn: empty or finished task");
     }
     state_->running.add(1);
+    join_handle<void> handle;
     try {
-      auto handle = detail::spawn_on(*owner, detail::scope_child(state_, std::move(body)));
-      std::lock_guard lock(state_->mutex);
-      state_->children.add(std::move(handle));
+      handle = detail::spawn_on(*owner, detail::scope_child(state_, std::move(body)));
     } catch (...) {
-      state_->running.done();
+      state_->running.done();  // it never started, so it will not count itself done
       throw;
     }
+    // Started: from here the child counts itself done. Should its handle not fit (out of memory), it
+    // still runs and join() still waits for it; only cancel() cannot reach it.
+    std::lock_guard lock(state_->mutex);
+    state_->children.add(std::move(handle));
   }
 
   /// Spawns the task `make()` returns, keeping the callable alive inside the child.
