@@ -26,6 +26,11 @@ using detail::socket_name;
   throw std::system_error(std::error_code(error, std::system_category()), what);
 }
 
+// What an operation's error_code form stores when its task was cancelled or its deadline passed.
+bool ended_by_cancellation(const std::error_code& error) noexcept {
+  return error == std::errc::operation_canceled || error == std::errc::timed_out;
+}
+
 }  // namespace
 
 // --- connect --------------------------------------------------------------------------------------
@@ -74,7 +79,7 @@ task<tcp_stream> tcp_stream::connect_each(std::vector<endpoint> peers, std::erro
       }
       co_return stream;
     }
-    if (last == std::errc::operation_canceled || last == std::errc::timed_out) {
+    if (ended_by_cancellation(last)) {
       if (error == nullptr) {
         throw cancelled();
       }
@@ -138,7 +143,7 @@ task<std::size_t> tcp_stream::read_exact_into(std::span<std::byte> buffer, std::
       throw;
     }
     if (error != nullptr && *error) {
-      if (*error == std::errc::operation_canceled || *error == std::errc::timed_out) {
+      if (ended_by_cancellation(*error)) {
         stash_.keep_front(buffer.first(done));
         co_return 0;
       }

@@ -22,7 +22,6 @@
 #include <coroutine>
 #include <cstddef>
 #include <exception>
-#include <optional>
 #include <span>
 #include <utility>
 
@@ -33,28 +32,14 @@
 
 namespace corio::detail {
 
-/// One when_any operand's own stop state: requested when the operand loses (operand_done) and, through
-/// `forward`, whenever the awaiting task's state is. Own states, not one shared by all operands, so
-/// the winner takes its result under no stop: a stream read that won keeps its bytes, one that lost
-/// gives them back to its stream (detail/read_stash.hpp).
-struct operand_stop {
-  stop_state state;  // declared first, destroyed last: `forward` points at it
-  std::optional<stop_callback<request_stop_of>> forward;
-
-  /// Stops `state` whenever `outer` (the awaiting task's state; null: none) is stopped.
-  void follow(stop_state* outer) noexcept {
-    if (outer != nullptr) {
-      forward.emplace(*outer, request_stop_of{&state, outer});
-    }
-  }
-};
-
 struct combinator_state {
   static constexpr std::size_t none = static_cast<std::size_t>(-1);
 
   std::atomic<std::size_t> remaining{0};
   std::coroutine_handle<> parent;
-  /// when_any only: each child's own stop state, requested for all but the first to complete.
+  /// when_any only: each child's own stop state, requested for all but the first to complete. Own
+  /// states, not one shared by all operands, so the winner takes its result under no stop: a stream
+  /// read that won keeps its bytes, one that lost gives them back to its stream (read_stash.hpp).
   std::span<operand_stop> operand_stops;
   std::atomic<std::size_t> first_done{none};
 

@@ -42,6 +42,7 @@
 //   with nothing in between almost every time).
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <utility>
 
 namespace corio::detail {
@@ -162,6 +163,21 @@ class stop_callback : stop_callback_base {
   static void invoke(stop_callback_base& self) noexcept { static_cast<stop_callback&>(self).callback_(); }
 
   Callback callback_;
+};
+
+/// An operand's own stop state (when_any's operands, with_timeout's operand, with_stop_token's body):
+/// stopped by its owner for its own reasons (a lost race, a deadline) and, through `forward`,
+/// whenever the awaiting task's state is.
+struct operand_stop {
+  stop_state state;  // declared first, destroyed last: `forward` points at it
+  std::optional<stop_callback<request_stop_of>> forward;
+
+  /// Stops `state` whenever `outer` (the awaiting task's state; null: none) is stopped.
+  void follow(stop_state* outer) noexcept {
+    if (outer != nullptr) {
+      forward.emplace(*outer, request_stop_of{&state, outer});
+    }
+  }
 };
 
 inline void stop_callback_base::attach(stop_state& state) noexcept {

@@ -97,16 +97,14 @@ class timeout_awaiter : private timer {
     chain_ = &chain;
     outer_ = chain.stop_;
     if constexpr (!cancels_itself) {
-      if (outer_ != nullptr) {
-        forward_.emplace(*outer_, request_stop_of{&source_, outer_});
-      }
+      stop_.follow(outer_);
     }
     try {
       if (!offer_deadline()) {
         arm();
       }
       if constexpr (!cancels_itself) {
-        chain.stop_ = &source_;
+        chain.stop_ = &stop_.state;
       }
       return inner_->awaiter.await_suspend(self);
     } catch (...) {
@@ -170,7 +168,7 @@ class timeout_awaiter : private timer {
     if constexpr (cancels_itself) {
       self.inner_->awaiter.cancel_for_deadline();
     } else {
-      self.source_.request_stop(true);  // a deadline's: an operation's error_code form reports errc::timed_out
+      self.stop_.state.request_stop(true);  // a deadline's: an operation's error_code form reports errc::timed_out
     }
   }
 
@@ -180,14 +178,13 @@ class timeout_awaiter : private timer {
     chain_->stop_ = outer_;
     chain_ = nullptr;
     bool disarmed = !armed() || disarm();
-    forward_.reset();
+    stop_.forward.reset();
     return disarmed;
   }
 
-  stop_state source_;  // the operand's token; destroyed last, after everything registered on it
+  operand_stop stop_;  // the operand's token and its forwarding; destroyed last, after the operand's awaiter
   promise_base* chain_ = nullptr;
   stop_state* outer_ = nullptr;
-  std::optional<stop_callback<request_stop_of>> forward_;
   Awaitable operand_;
   std::optional<inner> inner_;
 };
