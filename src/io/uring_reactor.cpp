@@ -5,6 +5,10 @@
 //   DEFER_TASKRUN (completions are run only when this thread waits, in one batch, with no IPIs), then
 //   COOP_TASKRUN, then plain, whichever the kernel accepts (EINVAL -> next); an event loop's ring,
 //   whose destructor may run on another thread, gets neither (a second submitter would be refused).
+//   A thread-bound ring also registers its own descriptor with its thread (IORING_REGISTER_RING_FDS,
+//   as the lab's plain liburing server does: each io_uring_enter then skips a file look-up). That
+//   registration belongs to the thread, so the drain at shutdown, which runs on the owning thread,
+//   drops it; later calls (the destructor's, on any thread) enter by the plain descriptor.
 //   SQ 256, CQ 8192 entries: one op per connection fits 8192 connections per thread without relying
 //   on the kernel's overflow list (which NODROP kernels have anyway).
 // Submission: submit() only fills an SQE (user_data = the io_op's address, no look-up); the SQEs
@@ -132,6 +136,7 @@ uring_reactor::uring_reactor(bool thread_bound) {
     ::close(wake_fd_);
     throw;
   }
+  ring_registered_ = thread_bound && io_uring_register_ring_fd(&ring_) == 1;
   setup_multishot();
 }
 
@@ -304,6 +309,10 @@ void uring_reactor::cancel_all_and_reap(completion_sink sink) noexcept {
     if (result == -EEXIST) {
       break;  // a SINGLE_ISSUER ring reached from a foreign thread: only its owner could drain it
     }
+  }
+  if (ring_registered_) {
+    io_uring_unregister_ring_fd(&ring_);
+    ring_registered_ = false;
   }
 }
 

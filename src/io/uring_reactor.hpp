@@ -133,6 +133,7 @@ class uring_reactor final : public reactor {
   requests_from_closes<closed_socket> closed_elsewhere_;  // sockets closed on other threads
   bool wake_armed_ = false;
   bool draining_ = false;
+  bool ring_registered_ = false;
   std::uint64_t linked_timeouts_ = 0;
 
   // Multishot state (uring_source.cpp).

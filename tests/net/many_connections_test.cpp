@@ -35,16 +35,11 @@ class many_connections : public backend_test<Backend> {
  protected:
   void SetUp() override {
     backend_test<Backend>::SetUp();
-    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &original_), 0);
-    rlimit raised = original_;
-    raised.rlim_cur = std::max<rlim_t>(raised.rlim_cur, descriptors_needed);
-    raised.rlim_max = std::max<rlim_t>(raised.rlim_max, raised.rlim_cur);
-    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &raised), 0)
-        << "cannot raise RLIMIT_NOFILE to " << descriptors_needed << " (needs that hard limit, or CAP_SYS_RESOURCE)";
+    ASSERT_TRUE(limit_.raised()) << "cannot raise RLIMIT_NOFILE to " << descriptors_needed
+                                 << " (needs that hard limit, or CAP_SYS_RESOURCE)";
   }
-  void TearDown() override { ::setrlimit(RLIMIT_NOFILE, &original_); }
 
-  rlimit original_{};
+  descriptor_limit limit_{descriptors_needed};
 };
 TYPED_TEST_SUITE(many_connections, both_backends, backend_names);
 

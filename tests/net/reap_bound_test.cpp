@@ -12,6 +12,7 @@
 #include <corio/yield.hpp>
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
@@ -30,12 +31,23 @@ using corio::net::tcp_listener;
 using corio::net::tcp_stream;
 using namespace corio::test;
 
-template <class Backend>
-class reap_bound : public backend_test<Backend> {};
-TYPED_TEST_SUITE(reap_bound, both_backends, backend_names);
+// A worker's local queue holds this many tasks (worker.hpp, queue_capacity).
+constexpr int local_queue_capacity = 1024;
+// More than it holds; each connection takes two descriptors in this process.
+constexpr int connections = local_queue_capacity + 100;
+constexpr rlim_t descriptors_needed = 2 * connections + 100;
 
-// More than a worker's local queue holds (256), in one process's default 1024 descriptors.
-constexpr int connections = 400;
+template <class Backend>
+class reap_bound : public backend_test<Backend> {
+ protected:
+  void SetUp() override {
+    backend_test<Backend>::SetUp();
+    ASSERT_TRUE(limit_.raised()) << "cannot raise RLIMIT_NOFILE to " << descriptors_needed;
+  }
+
+  descriptor_limit limit_{descriptors_needed};
+};
+TYPED_TEST_SUITE(reap_bound, both_backends, backend_names);
 
 corio::task<int> echo_each(std::vector<tcp_stream>& clients) {
   std::vector<corio::join_handle<std::string>> replies;
@@ -95,7 +107,7 @@ TYPED_TEST(reap_bound, io_completes_while_yielding_tasks_keep_the_worker_queue_f
   int good = rt.block_on([]() -> corio::task<int> {
     std::atomic<bool> done{false};
     std::vector<corio::join_handle<void>> yielders;
-    for (int i = 0; i < 256; ++i) {  // the local queue's capacity (worker.hpp): it stays exactly full
+    for (int i = 0; i < local_queue_capacity; ++i) {  // it stays exactly full
       yielders.push_back(corio::spawn(yield_until(done)));
     }
     int good = 0;

@@ -14,9 +14,11 @@
 
 #include <gtest/gtest.h>
 #include <linux/io_uring.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
@@ -89,6 +91,33 @@ class backend_test : public ::testing::Test {
       ::unsetenv("CORIO_URING_MULTISHOT");
     }
   }
+};
+
+/// Raises this process's RLIMIT_NOFILE to at least `needed` for its lifetime (the soft limit, and the
+/// hard one if it is lower, which needs CAP_SYS_RESOURCE); raised() says whether that worked.
+class descriptor_limit {
+ public:
+  explicit descriptor_limit(rlim_t needed) {
+    if (::getrlimit(RLIMIT_NOFILE, &original_) != 0) {
+      return;
+    }
+    rlimit wanted = original_;
+    wanted.rlim_cur = std::max(wanted.rlim_cur, needed);
+    wanted.rlim_max = std::max(wanted.rlim_max, wanted.rlim_cur);
+    raised_ = ::setrlimit(RLIMIT_NOFILE, &wanted) == 0;
+  }
+  ~descriptor_limit() {
+    if (raised_) {
+      ::setrlimit(RLIMIT_NOFILE, &original_);
+    }
+  }
+  descriptor_limit(const descriptor_limit&) = delete;
+  descriptor_limit& operator=(const descriptor_limit&) = delete;
+  bool raised() const noexcept { return raised_; }
+
+ private:
+  rlimit original_{};
+  bool raised_ = false;
 };
 
 /// Runs `body()` on a loop with `backend`, driven by run() on this thread until the body finishes.
