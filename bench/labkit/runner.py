@@ -48,7 +48,8 @@ def _time_left(began: float, done: int, total: int) -> str:
 
 def run_cells(name: str, cells: list[Cell], columns: list[str], metrics: list[str],
               ctx: Context) -> tuple[list[dict[str, str]], list[str]]:
-    """Runs `reps` rounds over all cells (so machine drift hits every cell alike).
+    """Runs `reps` rounds over all cells (so machine drift hits every cell alike), every other round
+    in reverse order (so no row always runs first, or right after the same row, within its group).
 
     Returns (every run's row plus a `rep` column, failure messages). A cell with a failed run is
     dropped whole: its other runs are neither made nor returned.
@@ -59,7 +60,7 @@ def run_cells(name: str, cells: list[Cell], columns: list[str], metrics: list[st
     count = 0
     began = time.monotonic()
     for rep in range(1, ctx.reps + 1):
-        for cell in cells:
+        for cell in cells if rep % 2 == 1 else reversed(cells):
             count += 1
             if cell.label not in by_cell:
                 continue
