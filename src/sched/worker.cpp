@@ -17,7 +17,7 @@ namespace {
 constexpr std::uint64_t maintenance_interval = 61;
 constexpr std::chrono::microseconds reactor_spin{50};
 constexpr auto chain_bound = std::chrono::milliseconds(1);
-constexpr std::size_t inject_batch = 128;  // tasks taken from the injection queue at once
+constexpr std::size_t inject_batch = worker::queue_capacity / 2;
 constexpr std::size_t min_reap = 16;
 
 std::coroutine_handle<> as_handle(void* address) noexcept { return std::coroutine_handle<>::from_address(address); }

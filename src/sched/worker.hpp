@@ -54,12 +54,13 @@
 //   injection queue no more than that room plus the task it runs: neither overflows the queue back
 //   into the injection queue. A maintenance reap takes at least min_reap even from a full queue, so
 //   tasks that keep the queue full (yielding, or waking each other) cannot hold I/O back.
-// The local queue holds 1024 tasks (Go's and tokio's hold 256): its room bounds a reap, so it bounds
-//   how many completions one turn takes from the kernel. With 256, a one-worker echo at 300 busy
-//   connections entered the kernel twice as often as the plain liburing server, so each receive was
-//   issued sooner after its send, found no data 7x as often and armed a poll for it (perf: 80 K
-//   poll arms against 11 K in 3 s); with 1024 both counts match the C server's and requests/s rose
-//   4.5% (alternating runs, 300 x 512 B).
+// The local queue holds 256 tasks, as Go's and tokio's do. Its room bounds a reap, so it also bounds
+//   how many completions one turn takes from the kernel. At 300 busy echo connections a one-worker
+//   io_uring server then enters the kernel about twice as often as the plain liburing server, and
+//   more of its receives find no data yet and arm a poll (perf stat, 3 s at 300 x 512 B: 80 K poll
+//   arms against 11 K). 1024 brought both counts level with the C server's, but requests/s did not
+//   follow reproducibly on the 2-core lab VM: +4.5% in one series of alternating runs, level in a
+//   later one, and 1-3% lower at 500 x 128 B. So it stays at 256.
 // The local queue's pop: a CAS on its head, which thieves move too; the only worker of a runtime has
 //   no thieves and pops with a plain store (one locked instruction fewer per task).
 // Shutdown: when the scheduler is draining, a worker that finds no work (or passes the drain deadline)
@@ -88,7 +89,7 @@ class scheduler;
 
 class worker {
  public:
-  static constexpr std::size_t queue_capacity = 1024;
+  static constexpr std::size_t queue_capacity = 256;
 
   worker(scheduler& owner, std::size_t index, io_backend backend) noexcept;
 

@@ -32,7 +32,7 @@ using corio::net::tcp_stream;
 using namespace corio::test;
 
 // A worker's local queue holds this many tasks (worker.hpp, queue_capacity).
-constexpr int local_queue_capacity = 1024;
+constexpr int local_queue_capacity = 256;
 // More than it holds; each connection takes two descriptors in this process.
 constexpr int connections = local_queue_capacity + 100;
 constexpr rlim_t descriptors_needed = 2 * connections + 100;
