@@ -167,7 +167,7 @@ struct op_list {
 struct fd_entry {
   op_list readers;
   op_list writers;
-  fd_record* record = nullptr;  // the number's process-wide record (null above 2^20)
+  fd_record* record = nullptr;  // the number's process-wide record (null only if memory ran out)
   std::uint32_t generation = 0;
   bool registered = false;
   // What the last read or event says of the receive queue; false: the next read waits for an event

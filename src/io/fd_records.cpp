@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <climits>
 #include <cstddef>
 #include <new>
 #include <vector>
@@ -18,10 +19,39 @@
 namespace corio::detail {
 namespace {
 
-// 1024 lazily allocated chunks of 1024 records: numbers up to 2^20.
+// Records for every number from 0 to 2^31 - 1: 2048 directories of 1024 chunks of 1024 records.
 constexpr std::size_t chunk_size = 1024;
-constexpr std::size_t chunk_count = 1024;
-std::array<std::atomic<fd_record*>, chunk_count> record_chunks{};
+constexpr std::size_t chunks_per_directory = 1024;
+constexpr std::size_t directory_count = 2048;
+
+struct fd_chunk {
+  std::array<fd_record, chunk_size> records;
+};
+
+struct fd_directory {
+  std::array<std::atomic<fd_chunk*>, chunks_per_directory> chunks{};
+};
+
+std::array<std::atomic<fd_directory*>, directory_count> directories{};
+
+// What `slot` points to; if nothing and `create`, a new T, which the first of racing creators installs.
+// Null if there was nothing and it was not created (or memory ran out). Never freed: see fd_records.hpp.
+template <class T>
+T* load_or_create(std::atomic<T*>& slot, bool create) noexcept {
+  T* current = slot.load(std::memory_order_acquire);
+  if (current != nullptr || !create) {
+    return current;
+  }
+  auto* fresh = new (std::nothrow) T();
+  if (fresh == nullptr) {
+    return nullptr;
+  }
+  if (slot.compare_exchange_strong(current, fresh, std::memory_order_acq_rel)) {
+    return fresh;
+  }
+  delete fresh;
+  return current;
+}
 
 struct reactor_registry {
   std::mutex mutex;
@@ -34,41 +64,47 @@ reactor_registry& registry() {
   return *shared;
 }
 
-// The closing thread, before the close: the watcher `id` ends its requests on `fd` at its next reap.
+// The closing thread, before the close, under the registry's mutex: `watcher` ends its requests on
+// `fd` at its next reap.
+void tell(reactor& watcher, int fd, std::uint32_t generation) noexcept {
+  watcher.forget_elsewhere(fd, generation);
+  watcher.wake();
+}
+
 void tell_watcher(std::uint32_t id, int fd, std::uint32_t generation) noexcept {
   reactor_registry& shared = registry();
   std::lock_guard lock(shared.mutex);
   auto found = std::find_if(shared.live.begin(), shared.live.end(), [id](const reactor* each) { return each->id() == id; });
   if (found != shared.live.end()) {
-    (*found)->forget_elsewhere(fd, generation);
-    (*found)->wake();
+    tell(**found, fd, generation);
+  }
+}
+
+// The same for every live reactor but `own` (0: none): more watched the number than it has slots.
+void tell_every_reactor_but(std::uint32_t own, int fd, std::uint32_t generation) noexcept {
+  reactor_registry& shared = registry();
+  std::lock_guard lock(shared.mutex);
+  for (reactor* each : shared.live) {
+    if (each->id() != own) {
+      tell(*each, fd, generation);
+    }
   }
 }
 
 }  // namespace
 
 fd_record* record_of(int fd, bool create) noexcept {
-  auto index = static_cast<std::size_t>(fd);
-  if (index >= chunk_size * chunk_count) {
+  if (fd < 0) {
     return nullptr;
   }
-  auto& chunk = record_chunks[index / chunk_size];
-  fd_record* records = chunk.load(std::memory_order_acquire);
-  if (records == nullptr) {
-    if (!create) {
-      return nullptr;
-    }
-    auto* fresh = new (std::nothrow) fd_record[chunk_size];
-    if (fresh == nullptr) {
-      return nullptr;
-    }
-    if (chunk.compare_exchange_strong(records, fresh, std::memory_order_acq_rel)) {
-      records = fresh;  // kept for the process's life, like the descriptor table it mirrors
-    } else {
-      delete[] fresh;
-    }
+  auto index = static_cast<std::size_t>(fd);
+  static_assert(directory_count * chunks_per_directory * chunk_size > std::size_t{INT_MAX});
+  fd_directory* directory = load_or_create(directories[index / (chunks_per_directory * chunk_size)], create);
+  if (directory == nullptr) {
+    return nullptr;
   }
-  return &records[index % chunk_size];
+  fd_chunk* chunk = load_or_create(directory->chunks[index / chunk_size % chunks_per_directory], create);
+  return chunk != nullptr ? &chunk->records[index % chunk_size] : nullptr;
 }
 
 std::uint32_t enroll(reactor& self) {
@@ -100,11 +136,16 @@ void close_socket(int fd) noexcept {
   }
   if (fd_record* record = record_of(fd, false)) {
     std::uint32_t generation = record->generation.fetch_add(1, std::memory_order_relaxed);
+    std::uint32_t own = here != nullptr ? here->reactor_id() : 0;
+    bool crowded = record->crowded.exchange(false, std::memory_order_relaxed);
     for (auto& slot : record->watchers) {
       std::uint32_t watcher = slot.exchange(0, std::memory_order_relaxed);
-      if (watcher != 0 && (here == nullptr || watcher != here->reactor_id())) {
+      if (watcher != 0 && watcher != own && !crowded) {
         tell_watcher(watcher, fd, generation);
       }
+    }
+    if (crowded) {
+      tell_every_reactor_but(own, fd, generation);
     }
   }
   ::close(fd);

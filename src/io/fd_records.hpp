@@ -12,10 +12,13 @@
 //   `watcher_slots` of them: a stream's reader and writer may wait on two workers at once, and a
 //   close must reach both (with one slot, the writer's note hid the reader's, whose read then waited
 //   until something else woke its worker). Each reactor's thread notes itself with relaxed loads (no
-//   store when it is there already) and a CAS into a free slot; with every slot taken it overwrites
-//   the slot its id picks, and the reactor it displaces learns of the close at its teardown, as
-//   before. close_socket() takes each slot (exchange with 0); for each reactor other than the
-//   closing thread's own (whose forget() already ended its requests), the closing thread calls its
+//   store when it is there already) and a CAS into a free slot; with every slot taken by others it
+//   marks the record `crowded` instead. close_socket() takes the mark and each slot (exchanges); it
+//   tells each reactor in a slot, or, if the record was crowded, every live reactor, so none that
+//   waits on the socket is ever left out (a reactor with nothing on the socket finds nothing to end:
+//   epoll has no entry at the closed generation, io_uring's cancel on the duplicate matches no
+//   request). The closing thread's own reactor is skipped (its forget() already ended its
+//   requests); for each other one, the closing thread calls its
 //   forget_elsewhere() under the registry mutex, before the close, and wakes it: the reactor then
 //   ends its requests on the socket at its next reap (epoll: the waiters of an entry still at the
 //   closed socket's generation; io_uring: an ASYNC_CANCEL on a duplicate of the descriptor taken
@@ -29,8 +32,10 @@
 //   destroyed reactor finds nobody instead of a stranger.
 // Threads: the records are atomics, relaxed: the close itself orders nothing for us; a number is
 //   reused only after the close that bumped its generation returned. Everything else under the mutex.
-// Numbers above 2^20 have no record: never marked stale (EPOLL_CTL_ADD's EEXIST catches them) and
-//   never reached by a close on another thread.
+// Every number a descriptor can have (0 to 2^31 - 1) has a record: three levels (directories of
+//   chunks of records), each allocated on first use and kept for the process's life, like the
+//   descriptor table they mirror. Only a failed allocation leaves a number without one (record_of
+//   returns null): never marked stale and never reached by a close on another thread.
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -48,9 +53,10 @@ inline constexpr std::size_t watcher_slots = 4;
 struct fd_record {
   std::atomic<std::uint32_t> generation{0};  // bumped by every close_socket() of the number
   std::array<std::atomic<std::uint32_t>, watcher_slots> watchers{};  // reactors with requests on it; 0: free
+  std::atomic<bool> crowded{false};  // more reactors noted themselves than there are slots
 };
 
-/// The record of `fd`, created on first use if `create`; null above 2^20 (or if memory ran out).
+/// The record of `fd`, created on first use if `create`; null if it was not, or memory ran out.
 fd_record* record_of(int fd, bool create) noexcept;
 
 inline std::uint32_t generation_in(const fd_record* record) noexcept {
@@ -73,7 +79,9 @@ inline void note_watcher(fd_record* record, std::uint32_t self) noexcept {
       return;
     }
   }
-  record->watchers[self % watcher_slots].store(self, std::memory_order_relaxed);
+  if (!record->crowded.load(std::memory_order_relaxed)) {
+    record->crowded.store(true, std::memory_order_relaxed);
+  }
 }
 
 /// Adds `self` to the registry and returns its id (throws std::bad_alloc); withdraw() removes it.
