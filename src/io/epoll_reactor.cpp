@@ -401,15 +401,18 @@ class epoll_reactor final : public reactor {
         if (readers) {
           entry.readable = false;
         }
-        return;
+        break;
       }
       waiting.pop();
       op->result = result;
       finished_.push(*op);
       if (drained(entry, *op, result)) {
         entry.readable = false;
-        return;
+        break;
       }
+    }
+    if (waiting.head != nullptr) {
+      note_watcher(entry.record, id_);  // orders the attempts above before a close elsewhere (fd_records.hpp)
     }
   }
 

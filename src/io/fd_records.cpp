@@ -137,9 +137,9 @@ void close_socket(int fd) noexcept {
   if (fd_record* record = record_of(fd, false)) {
     std::uint32_t generation = record->generation.fetch_add(1, std::memory_order_relaxed);
     std::uint32_t own = here != nullptr ? here->reactor_id() : 0;
-    bool crowded = record->crowded.exchange(false, std::memory_order_relaxed);
+    bool crowded = record->crowded.exchange(false, std::memory_order_acquire);  // see fd_records.hpp, "Threads"
     for (auto& slot : record->watchers) {
-      std::uint32_t watcher = slot.exchange(0, std::memory_order_relaxed);
+      std::uint32_t watcher = slot.exchange(0, std::memory_order_acquire);
       if (watcher != 0 && watcher != own && !crowded) {
         tell_watcher(watcher, fd, generation);
       }

@@ -30,8 +30,13 @@
 //   it before it closes its wake-up eventfd, so a close never wakes a destroyed reactor. Ids count
 //   up from 1 (0: no watcher) and are not reused before 2^32 reactors, so a request meant for a
 //   destroyed reactor finds nobody instead of a stranger.
-// Threads: the records are atomics, relaxed: the close itself orders nothing for us; a number is
-//   reused only after the close that bumped its generation returned. Everything else under the mutex.
+// Threads: the records are atomics. The generation is relaxed: the close itself orders nothing for
+//   us; a number is reused only after the close that bumped its generation returned. A watcher's note
+//   is a release store, made again each time an op is left waiting after a system call on the socket
+//   (epoll's first attempt and epoll_ctl, a retry that met EAGAIN), and close_socket() takes the mark
+//   and the slots with acquire exchanges: a close on a thread that never synchronised with the
+//   waiting reactor is ordered after those calls, as ThreadSanitizer checks (it models a close as a
+//   write of the descriptor and each call on it as a read). Everything else under the mutex.
 // Every number a descriptor can have (0 to 2^31 - 1) has a record: three levels (directories of
 //   chunks of records), each allocated on first use and kept for the process's life, like the
 //   descriptor table they mirror. Only a failed allocation leaves a number without one (record_of
@@ -63,25 +68,25 @@ inline std::uint32_t generation_in(const fd_record* record) noexcept {
   return record != nullptr ? record->generation.load(std::memory_order_relaxed) : 0;
 }
 
-/// The owning thread of reactor `self` (an id, never 0): it leaves a request waiting on the number.
+/// The owning thread of reactor `self` (an id, never 0): it leaves a request waiting on the number
+/// (see "Threads" for when to call it again).
 inline void note_watcher(fd_record* record, std::uint32_t self) noexcept {
   if (record == nullptr) {
     return;
   }
-  for (const auto& slot : record->watchers) {
+  for (auto& slot : record->watchers) {
     if (slot.load(std::memory_order_relaxed) == self) {
-      return;  // the common case: noted by an earlier request, one load
+      slot.store(self, std::memory_order_release);  // the common case: noted before, published again
+      return;
     }
   }
   for (auto& slot : record->watchers) {
     std::uint32_t free = 0;
-    if (slot.compare_exchange_strong(free, self, std::memory_order_relaxed)) {
+    if (slot.compare_exchange_strong(free, self, std::memory_order_release, std::memory_order_relaxed)) {
       return;
     }
   }
-  if (!record->crowded.load(std::memory_order_relaxed)) {
-    record->crowded.store(true, std::memory_order_relaxed);
-  }
+  record->crowded.store(true, std::memory_order_release);
 }
 
 /// Adds `self` to the registry and returns its id (throws std::bad_alloc); withdraw() removes it.

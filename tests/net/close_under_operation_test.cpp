@@ -371,6 +371,43 @@ TYPED_TEST(close_under_operation, a_close_on_another_thread_reaches_more_reactor
   }
 }
 
+corio::task<std::error_code> join_within_5s(corio::join_handle<std::error_code> pending) {
+  co_return co_await corio::with_timeout(5s, std::move(pending));
+}
+
+/// Says it is about to run `operation`, then runs it.
+corio::task<std::error_code> announce_then(std::atomic<int>& starting, corio::task<std::error_code> operation) {
+  starting.fetch_add(1, std::memory_order_release);
+  co_return co_await std::move(operation);
+}
+
+// The closing thread never synchronised with the worker after the worker's operations began (it
+// only learned that they were about to): its close must still be ordered after every system call the
+// worker made on those sockets (the failed first attempt, epoll_ctl), or ThreadSanitizer reports a
+// data race inside corio. A user trial saw one on epoll: the worker's epoll_ctl against the close.
+TYPED_TEST(close_under_operation, a_close_on_another_thread_is_ordered_after_the_workers_system_calls) {
+  corio::runtime rt(runtime_options(TestFixture::backend, 1));
+  auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
+  auto udp = corio::net::udp_socket::bind(endpoint::loopback_v4(0));
+  auto [client, server] = rt.block_on(connected_pair());
+  std::atomic<int> starting{0};
+  std::vector<corio::join_handle<std::error_code>> pending;
+  pending.push_back(rt.spawn(announce_then(starting, accept_once(listener))));
+  pending.push_back(rt.spawn(announce_then(starting, read_once(server))));
+  pending.push_back(rt.spawn(announce_then(starting, receive_once(udp))));
+  while (starting.load(std::memory_order_acquire) != 3) {
+    std::this_thread::sleep_for(1ms);
+  }
+  std::this_thread::sleep_for(50ms);  // each waits in the worker's reactor
+  listener.close();
+  server.close();
+  udp.close();
+  for (auto& each : pending) {
+    std::error_code error = rt.block_on(join_within_5s(std::move(each)));
+    EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
+  }
+}
+
 TYPED_TEST(close_under_operation, a_stream_closed_on_another_thread_ends_a_write_the_kernel_holds_at_once) {
   run_on_loop(TestFixture::backend, []() -> corio::task<void> {
     auto [client, server] = co_await connected_pair();

@@ -3,6 +3,7 @@
 // byte-stream and accept operations (built on io_awaiter, detail/io_op.hpp).
 #include <sys/socket.h>
 
+#include <atomic>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
@@ -22,27 +23,29 @@ void close_socket(int fd) noexcept;
 int open_socket(int family, int type) noexcept;
 
 /// Owns one socket descriptor; closes it on destruction. Move-only. Closing while an operation on the
-/// socket is in flight is a misuse (cancel the operation first).
+/// socket is in flight is a misuse (cancel the operation first), which corio catches where it can
+/// (README, Limitations): the descriptor is an atomic, so that such a close on another thread is not
+/// also a data race on it with the operation that read it.
 class socket_fd {
  public:
   socket_fd() noexcept = default;
   explicit socket_fd(int fd) noexcept : fd_(fd) {}
-  socket_fd(socket_fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  socket_fd(socket_fd&& other) noexcept : fd_(other.release()) {}
   socket_fd& operator=(socket_fd&& other) noexcept {
     if (this != &other) {
-      reset(std::exchange(other.fd_, -1));
+      reset(other.release());
     }
     return *this;
   }
-  ~socket_fd() { close_socket(fd_); }
+  ~socket_fd() { close_socket(get()); }
 
-  int get() const noexcept { return fd_; }
-  bool is_open() const noexcept { return fd_ >= 0; }
-  int release() noexcept { return std::exchange(fd_, -1); }
-  void reset(int fd = -1) noexcept { close_socket(std::exchange(fd_, fd)); }
+  int get() const noexcept { return fd_.load(std::memory_order_relaxed); }
+  bool is_open() const noexcept { return get() >= 0; }
+  int release() noexcept { return fd_.exchange(-1, std::memory_order_relaxed); }
+  void reset(int fd = -1) noexcept { close_socket(fd_.exchange(fd, std::memory_order_relaxed)); }
 
  private:
-  int fd_ = -1;
+  std::atomic<int> fd_{-1};
 };
 
 /// recv or send on a connected socket; yields the byte count (0 from recv: the peer closed). A recv
