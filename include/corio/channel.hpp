@@ -25,6 +25,7 @@
 
 #include <corio/cancellation.hpp>
 #include <corio/detail/chan_op.hpp>
+#include <corio/detail/deadline.hpp>
 #include <corio/detail/channel_state.hpp>
 #include <corio/detail/executor.hpp>
 #include <corio/detail/promise_base.hpp>
@@ -221,7 +222,7 @@ std::optional<await_result_t<Operation>> blocking_for(Operation operation, std::
   std::stop_source deadline;
   try {
     return make_sync_wait_driver(with_stop_token(deadline.get_token(), as_task(std::move(operation))))
-        .run_until(std::chrono::steady_clock::now() + timeout, [&] { deadline.request_stop(); });
+        .run_until(deadline_after<std::chrono::steady_clock>(timeout), [&] { deadline.request_stop(); });
   } catch (const cancelled&) {
     return std::nullopt;
   }

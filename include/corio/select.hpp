@@ -24,6 +24,7 @@
 
 #include <corio/channel.hpp>
 #include <corio/detail/chan_waiter.hpp>
+#include <corio/detail/deadline.hpp>
 #include <corio/detail/promise_base.hpp>
 #include <corio/detail/timer_queue.hpp>
 
@@ -230,8 +231,7 @@ constexpr void check_select_branches() {
 /// branch completed first; it yields corio::select_timeout.
 template <class Rep, class Period>
 [[nodiscard]] detail::timeout_branch after(std::chrono::duration<Rep, Period> duration) {
-  return {detail::timer_queue::clock::now() +
-          std::chrono::duration_cast<detail::timer_queue::clock::duration>(duration)};
+  return {detail::deadline_after<detail::timer_queue::clock>(duration)};
 }
 
 /// A select branch that wins at once when no channel branch is ready (Go's `default:`): the select

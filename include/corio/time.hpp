@@ -23,6 +23,7 @@
 #include <utility>
 
 #include <corio/detail/awaitable_traits.hpp>
+#include <corio/detail/deadline.hpp>
 #include <corio/detail/executor.hpp>
 #include <corio/detail/promise_base.hpp>
 #include <corio/detail/stop_state.hpp>
@@ -106,7 +107,7 @@ struct sleep_until_awaitable {
 ///     co_await corio::sleep_for(std::chrono::milliseconds(10));
 template <class Rep, class Period>
 [[nodiscard]] detail::sleep_until_awaitable sleep_for(std::chrono::duration<Rep, Period> duration) noexcept {
-  return {clock::now() + std::chrono::duration_cast<clock::duration>(duration)};
+  return {detail::deadline_after<clock>(duration)};
 }
 
 /// Awaits `operation`, but gives up after `duration`: the operation is cancelled (it sees
@@ -126,7 +127,7 @@ template <class Rep, class Period>
 template <class Rep, class Period, class Awaitable>
 [[nodiscard]] detail::timeout_awaiter<std::remove_cvref_t<Awaitable>> with_timeout(
     std::chrono::duration<Rep, Period> duration, Awaitable&& operation) {
-  return {clock::now() + std::chrono::duration_cast<clock::duration>(duration), std::forward<Awaitable>(operation)};
+  return {detail::deadline_after<clock>(duration), std::forward<Awaitable>(operation)};
 }
 
 /// The same for a task, as a task (so that it can be spawned): the task runs under the deadline.
@@ -134,7 +135,7 @@ template <class Rep, class Period, class Awaitable>
 ///     auto reply = co_await corio::with_timeout(1s, read_reply());
 template <class Rep, class Period, class T>
 task<T> with_timeout(std::chrono::duration<Rep, Period> duration, task<T> operation) {
-  co_return co_await detail::timeout_awaiter<task<T>>(clock::now() + std::chrono::duration_cast<clock::duration>(duration),
+  co_return co_await detail::timeout_awaiter<task<T>>(detail::deadline_after<clock>(duration),
                                                       std::move(operation));
 }
 

@@ -358,7 +358,8 @@ class epoll_reactor final : public reactor {
     if (count < 0 && errno == ENOSYS) {  // kernels before 5.11: millisecond timeouts, rounded up
       int ms = -1;
       if (timeout) {
-        ms = static_cast<int>(std::min<std::int64_t>((timeout->count() + 999'999) / 1'000'000, INT32_MAX));
+        std::int64_t ns = std::max<std::int64_t>(timeout->count(), 0);
+        ms = static_cast<int>(std::min<std::int64_t>(ns / 1'000'000 + (ns % 1'000'000 != 0), INT32_MAX));
       }
       count = ::epoll_wait(epoll_fd_, events, room, ms);
     }

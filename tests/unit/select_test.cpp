@@ -93,6 +93,21 @@ TEST(select, with_every_channel_branch_disabled_only_the_timeout_or_default_can_
   });
 }
 
+TEST(select, an_after_branch_of_the_largest_duration_never_wins) {
+  auto [tx, rx] = corio::channel<int>(1);
+  run_on_loop([&]() -> corio::task<void> {
+    auto sender = [](corio::sender<int> to) -> corio::task<void> {
+      co_await corio::sleep_for(20ms);
+      int value = 5;
+      (void)co_await to.send(std::move(value));
+    };
+    auto sending = corio::spawn(sender(tx));
+    auto r = co_await corio::select(rx.recv(), corio::after(std::chrono::nanoseconds::max()));
+    EXPECT_TRUE(r.index() == 0 && std::get<0>(r) == 5) << "branch " << r.index();
+    co_await std::move(sending);
+  });
+}
+
 TEST(select, picks_among_ready_branches_at_random) {
   auto [a_tx, a_rx] = corio::channel<int>(1);
   auto [b_tx, b_rx] = corio::channel<int>(1);

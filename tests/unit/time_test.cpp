@@ -51,6 +51,27 @@ TEST(time, sleep_until_a_past_deadline_completes_promptly) {
   EXPECT_TRUE(done);
 }
 
+// The largest durations mean "no limit" (as tokio's Duration::MAX does): their deadline saturates
+// instead of overflowing into the past, where each fired at once (user trial; UBSan saw the overflow).
+TEST(time, the_largest_durations_never_expire_and_negative_ones_expire_at_once) {
+  run_on_loop([&]() -> corio::task<void> {
+    auto start = corio::clock::now();
+    EXPECT_THROW(co_await corio::with_timeout(30ms, corio::sleep_for(std::chrono::seconds::max())), corio::timed_out);
+    EXPECT_THROW(co_await corio::with_timeout(30ms, corio::sleep_for(std::chrono::hours::max())), corio::timed_out);
+    EXPECT_THROW(co_await corio::with_timeout(30ms, corio::sleep_for(std::chrono::duration<double>(1e300))),
+                 corio::timed_out);
+    EXPECT_GE(corio::clock::now() - start, 90ms);
+    auto short_sleep = corio::sleep_for(20ms);
+    co_await corio::with_timeout(std::chrono::milliseconds::max(), std::move(short_sleep));  // no timed_out
+    auto slept = corio::sleep_for(20ms);
+    co_await corio::with_timeout(std::chrono::nanoseconds::max(), std::move(slept));
+    start = corio::clock::now();
+    co_await corio::sleep_for(-1s);
+    co_await corio::sleep_for(std::chrono::seconds::min());
+    EXPECT_LT(corio::clock::now() - start, 1s);
+  });
+}
+
 TEST(time, with_timeout_throws_timed_out_and_cancels_the_operation) {
   bool operation_cancelled = false;
   bool timed_out = false;
