@@ -229,6 +229,9 @@ class epoll_reactor final : public reactor {
   bool submit(io_op& op) noexcept override {
     const bool reader = is_reader(op.kind);
     fd_entry* entry = watched(op.fd);
+    // The number's generation before any system call on it: a close from here on, even one on another
+    // thread that misses this op's note, shows as a newer one after the note (fd_records.hpp, "Threads").
+    const std::uint32_t started_at = entry != nullptr ? entry->generation : generation_in(record_of(op.fd, true));
     if (entry == nullptr || (reader ? entry->readable : entry->writers.head == nullptr)) {
       int result = attempt_whole(op);
       if (result != -EAGAIN) {
@@ -249,8 +252,15 @@ class epoll_reactor final : public reactor {
         entry->readable = false;
       }
     }
-    (reader ? entry->readers : entry->writers).push(op);
+    op_list& waiting = reader ? entry->readers : entry->writers;
+    waiting.push(op);
     note_watcher(entry->record, id_);
+    if (closed_since(entry->record, started_at)) {
+      // Closed on another thread meanwhile, maybe unseen by the close, and maybe after watch()
+      // registered the closing socket at the new generation: end every waiter and unregister, so the
+      // next socket with this number is watched afresh. The op ends at the next reap.
+      drop_closed(*entry);
+    }
     return false;
   }
 
@@ -414,6 +424,9 @@ class epoll_reactor final : public reactor {
     }
     if (waiting.head != nullptr) {
       note_watcher(entry.record, id_);  // orders the attempts above before a close elsewhere (fd_records.hpp)
+      if (closed_since(entry.record, entry.generation)) {
+        drop_closed(entry);
+      }
     }
   }
 

@@ -135,11 +135,11 @@ void close_socket(int fd) noexcept {
     here->forget(fd);  // ops this thread's reactor holds on the socket end now, before the number can be reused
   }
   if (fd_record* record = record_of(fd, false)) {
-    std::uint32_t generation = record->generation.fetch_add(1, std::memory_order_relaxed);
+    std::uint32_t generation = record->generation.fetch_add(1, std::memory_order_seq_cst);
     std::uint32_t own = here != nullptr ? here->reactor_id() : 0;
-    bool crowded = record->crowded.exchange(false, std::memory_order_acquire);  // see fd_records.hpp, "Threads"
+    bool crowded = record->crowded.exchange(false, std::memory_order_seq_cst);  // see fd_records.hpp, "Threads"
     for (auto& slot : record->watchers) {
-      std::uint32_t watcher = slot.exchange(0, std::memory_order_acquire);
+      std::uint32_t watcher = slot.exchange(0, std::memory_order_seq_cst);
       if (watcher != 0 && watcher != own && !crowded) {
         tell_watcher(watcher, fd, generation);
       }

@@ -32,11 +32,21 @@
 //   destroyed reactor finds nobody instead of a stranger.
 // Threads: the records are atomics. The generation is relaxed: the close itself orders nothing for
 //   us; a number is reused only after the close that bumped its generation returned. A watcher's note
-//   is a release store, made again each time an op is left waiting after a system call on the socket
+//   is a store, made again each time an op is left waiting after a system call on the socket
 //   (epoll's first attempt and epoll_ctl, a retry that met EAGAIN), and close_socket() takes the mark
-//   and the slots with acquire exchanges: a close on a thread that never synchronised with the
-//   waiting reactor is ordered after those calls, as ThreadSanitizer checks (it models a close as a
-//   write of the descriptor and each call on it as a read). Everything else under the mutex.
+//   and the slots with exchanges: a close on a thread that never synchronised with the waiting
+//   reactor is ordered after those calls (release/acquire), as ThreadSanitizer checks (it models a
+//   close as a write of the descriptor and each call on it as a read). A close can also come between
+//   an op's syscall and its note, find no watcher, and leave the op waiting on a socket whose close
+//   dropped it from the epoll set: so the note and close_socket()'s generation bump then exchanges
+//   are sequentially consistent, and epoll reads the generation (closed_since) after its note. Of
+//   the two threads, one sees the other: the close tells the watcher, or the watcher sees the new
+//   generation and ends its op itself. What this cannot catch: an op whose first system call on the
+//   number comes after the close's bump but before its close() (started on another thread while the
+//   close runs): it takes the new generation for its own, registers the closing socket and waits until
+//   its executor shuts down (README, Limitations). Go closes that window with a count per descriptor
+//   that close() waits on; corio does not make every operation pay for it.
+//   Everything else under the mutex.
 // Every number a descriptor can have (0 to 2^31 - 1) has a record: three levels (directories of
 //   chunks of records), each allocated on first use and kept for the process's life, like the
 //   descriptor table they mirror. Only a failed allocation leaves a number without one (record_of
@@ -76,17 +86,23 @@ inline void note_watcher(fd_record* record, std::uint32_t self) noexcept {
   }
   for (auto& slot : record->watchers) {
     if (slot.load(std::memory_order_relaxed) == self) {
-      slot.store(self, std::memory_order_release);  // the common case: noted before, published again
+      slot.store(self, std::memory_order_seq_cst);  // the common case: noted before, published again
       return;
     }
   }
   for (auto& slot : record->watchers) {
     std::uint32_t free = 0;
-    if (slot.compare_exchange_strong(free, self, std::memory_order_release, std::memory_order_relaxed)) {
+    if (slot.compare_exchange_strong(free, self, std::memory_order_seq_cst, std::memory_order_relaxed)) {
       return;
     }
   }
-  record->crowded.store(true, std::memory_order_release);
+  record->crowded.store(true, std::memory_order_seq_cst);
+}
+
+/// After note_watcher(): whether the number was closed since `generation`, by a close that may have
+/// missed the note (see "Threads"); the caller then ends its requests on it itself.
+inline bool closed_since(const fd_record* record, std::uint32_t generation) noexcept {
+  return record != nullptr && record->generation.load(std::memory_order_seq_cst) != generation;
 }
 
 /// Adds `self` to the registry and returns its id (throws std::bad_alloc); withdraw() removes it.

@@ -344,7 +344,7 @@ bool io_awaiter::start(std::coroutine_handle<> self, stop_state* stop) {
     op_.result = -ECANCELED;
     return yield_if_budget_spent(self);  // cancelled without suspending still spends the budget
   }
-  if (op_.kind == io_kind::recv && (op_.length == 0 || (stash_ != nullptr && !stash_->empty()))) {
+  if (op_.kind == io_kind::recv && op_.fd >= 0 && (op_.length == 0 || (stash_ != nullptr && !stash_->empty()))) {
     // Nothing to wait for: an empty buffer reads nothing; bytes a cancelled read left come first.
     std::span<std::byte> into(static_cast<std::byte*>(op_.buffer), op_.length);
     op_.result = into.empty() ? 0 : static_cast<std::int32_t>(stash_->take(into));

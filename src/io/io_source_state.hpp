@@ -43,8 +43,15 @@ struct io_source {
   int fixed = -1;           // recv: the socket's slot in the owner's registered file table, or -1
   std::uint32_t held = 0;   // ops' requests in the kernel on this socket (io_op::held_on): freed after the last
   std::atomic<bool> closing{false};  // the socket is being closed: an op it ends reports -ECANCELED
+  std::atomic<std::uint8_t> owners{2};  // the socket's handle and the reactor side (io_source.hpp, "Lifetime")
   io_source* next_released = nullptr;  // in its home slot's queue of sources let go on other workers
 };
+
+/// The reactor side lets go of `source` (io_source.hpp, "Lifetime"): clears its home, so operations
+/// routed later end -ECANCELED, and frees it if the socket's handle let go already.
+void drop_reactor_side(io_source& source) noexcept;
+/// Either owner's last step: frees `source` if the other one let go already.
+void drop_owner(io_source& source) noexcept;
 
 /// Any thread: the slot that keeps `source`, or null while no reactor does (claim_home re-homes it).
 inline io_slot* home_of(const io_source& source) noexcept { return source.slot.load(std::memory_order_acquire); }

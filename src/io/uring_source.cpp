@@ -43,8 +43,9 @@
 //    queued;
 //  - an op whose request in the kernel uses the source's socket (a single-shot read, a send on its
 //    registered file) holds it (io_op::held_on, counted in `held`) until that request's CQE;
-//  - a released source (the socket let go) is freed when neither its multishot nor a held request
-//    is in the kernel: at once, at the CQE without IORING_CQE_F_MORE after the ASYNC_CANCEL release
+//  - the reactor side of a released source (the socket let go) lets go of it (drop_reactor_side; the
+//    socket's handle keeps its part until the socket object goes: io_source.hpp, "Lifetime") when
+//    neither its multishot nor a held request is in the kernel: at once, at the CQE without IORING_CQE_F_MORE after the ASYNC_CANCEL release
 //    sent, or at the last held request's CQE; buffers named by later CQEs go back to the ring and
 //    descriptors are closed;
 //  - `closing` is set (release) by release_io_source, on whichever thread closes the socket, before
@@ -219,7 +220,7 @@ void uring_reactor::teardown_buffers() noexcept {
     auto live = io_source::life::live;
     if (source.released ||
         !source.state.compare_exchange_strong(live, io_source::life::orphaned, std::memory_order_acq_rel)) {
-      delete &source;  // let go already (here, or by another thread)
+      drop_reactor_side(source);  // let go already (here, or by another thread)
     }
   }
   if (buffer_ring_ != nullptr) {
@@ -236,11 +237,14 @@ void uring_reactor::teardown_buffers() noexcept {
 bool uring_reactor::ring_has_room() const noexcept { return buffers_free_ >= std::max(1u, buffer_count_ / 8); }
 
 bool uring_reactor::submit_with_source(io_op& op) noexcept {
-  io_source& source = *op.source->load(std::memory_order_relaxed);  // claim_home homed it here
-  if (source.closing.load(std::memory_order_acquire)) {
-    op.result = -ECANCELED;  // handed here from another worker, and closed on the way
+  // claim_home homed it here. Handed here from another worker, the socket may have been closed on the
+  // way (the socket's part keeps the source allocated: io_source.hpp, "Lifetime").
+  io_source* homed = op.source->load(std::memory_order_acquire);
+  if (homed == nullptr || homed->closing.load(std::memory_order_acquire)) {
+    op.result = -ECANCELED;
     return true;
   }
+  io_source& source = *homed;
   if (source.owner == nullptr) {  // new, or its reactor is gone: it lives here from now on
     adopt(source);
   }
@@ -550,7 +554,7 @@ void uring_reactor::release(io_source& source) noexcept {
 void uring_reactor::free_if_unheld(io_source& source) noexcept {
   if (!source.armed && source.held == 0) {
     unlink(source);
-    delete &source;
+    drop_reactor_side(source);
   }
 }
 
@@ -602,7 +606,9 @@ io_slot* claim_home(std::atomic<io_source*>& pointer, io_kind kind, int fd, io_s
 }
 
 void release_io_source(io_source* source) noexcept {
-  source->closing.store(true, std::memory_order_release);  // before the shutdown below ends its requests
+  if (source->closing.exchange(true, std::memory_order_acq_rel)) {  // before the shutdown below ends its requests
+    return;  // released already (a close, then the socket object's destruction)
+  }
   io_slot* here = current_io_slot;
   io_slot* home = home_of(*source);
   // Live: a reactor keeps it (set on adoption); otherwise no reactor ever took it (its first operation
@@ -631,7 +637,20 @@ void release_io_source(io_source* source) noexcept {
       ::close(each.result);
     }
   });
-  delete source;
+  drop_reactor_side(*source);
+}
+
+void drop_socket_side(io_source* source) noexcept { drop_owner(*source); }
+
+void drop_reactor_side(io_source& source) noexcept {
+  source.slot.store(nullptr, std::memory_order_release);  // an op routed after this ends -ECANCELED
+  drop_owner(source);
+}
+
+void drop_owner(io_source& source) noexcept {
+  if (source.owners.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    delete &source;
+  }
 }
 
 }  // namespace corio::detail

@@ -6,8 +6,15 @@
 //   reads and writes go through a registered file, its reads single-shot or (CORIO_URING_MULTISHOT=all)
 //   from one multishot recv into the reactor's provided-buffer ring. A multishot op's completions may
 //   arrive while nobody awaits; the io_source keeps them (buffer ids, descriptors, EOF or an error,
-//   in order) until the next operation takes them. The socket owns the handle; the reactor owns the
-//   memory while the kernel still holds the multishot, and frees it after the last completion.
+//   in order) until the next operation takes them.
+// Lifetime: two owners, counted in the source: the socket's handle, and the reactor side (the home
+//   reactor, which lets go once the socket was released and the kernel holds nothing of it; or
+//   whoever finds it orphaned); the last to let go frees it. A close releases the source but the
+//   handle keeps its part until the socket object is destroyed or given another socket: an operation
+//   started on another thread as the socket closes still reads the source's atomics through the
+//   socket's pointer (its home, its `closing` flag) and must find them allocated (a user trial saw
+//   the home free it under a route on another worker). Once the reactor side let go, the home slot
+//   is cleared, so such an operation ends -ECANCELED instead of being handed to it.
 // Threads: an io_source belongs to the reactor that keeps it (its home); its state is used only on
 //   that reactor's thread. Other threads touch two atomics: the socket's pointer to it and its home
 //   slot. claim_home() is how an operation finds the home, on any worker: it creates the source
@@ -17,8 +24,9 @@
 //   the fields the adopting reactor reads; a reactor being torn down clears it and then, last, marks
 //   the source orphaned (acq_rel), and only an orphaned source may be claimed again (claim_home reads
 //   that state with acquire, so the teardown's writes are behind it).
-//   release_io_source() from any thread: off the owning thread it only shuts the socket down and
-//   marks the source released (an atomic the reactor reads; uring_source.cpp has the protocol).
+//   release_io_source() from any thread, once per socket (later calls do nothing): off the owning
+//   thread it only shuts the socket down and marks the source released (an atomic the reactor
+//   reads; uring_source.cpp has the protocol).
 // Rejected: a socket-owned state the reactor points into (closing the socket while the kernel holds
 //   the multishot would leave the reactor a dangling pointer); a map from descriptors to states in the
 //   reactor (a look-up per completion).
@@ -30,9 +38,14 @@ namespace corio::detail {
 
 struct io_source;
 
-/// Lets go of a socket's io_source: cancels its multishot in the kernel (the reactor frees the state
-/// after the last completion), gives queued buffers back, closes queued accepted descriptors.
+/// The socket closes: cancels the source's multishot in the kernel, gives queued buffers back, closes
+/// queued accepted descriptors, and lets the reactor side go once the kernel holds nothing of it.
+/// Only the first call per source does anything.
 void release_io_source(io_source* source) noexcept;
+
+/// The socket's handle lets go of `source` for good (after release_io_source); frees it if the
+/// reactor side already did.
+void drop_socket_side(io_source* source) noexcept;
 
 class io_slot;
 
@@ -42,7 +55,8 @@ class io_slot;
 /// shutting down); the operation cannot be served.
 io_slot* claim_home(std::atomic<io_source*>& pointer, io_kind kind, int fd, io_slot& here);
 
-/// Owns the io_source pointer of one socket (null until an io_uring reactor creates it). Move-only.
+/// Owns the io_source pointer of one socket (null until an io_uring reactor creates it), and the
+/// socket's part of the source (see "Lifetime"). Move-only.
 class io_source_ref {
  public:
   io_source_ref() noexcept = default;
@@ -56,10 +70,18 @@ class io_source_ref {
   }
   ~io_source_ref() { reset(); }
 
-  /// With operations parked on the source, its reactor ends them with -ECANCELED (release()).
+  /// The socket closes: with operations parked on the source, its reactor ends them with -ECANCELED
+  /// (release()). The pointer stays until reset().
+  void release() noexcept {
+    if (io_source* source = source_.load(std::memory_order_relaxed)) {
+      release_io_source(source);
+    }
+  }
+  /// Releases the source and lets go of the socket's part of it.
   void reset() noexcept {
     if (io_source* source = take()) {
       release_io_source(source);
+      drop_socket_side(source);
     }
   }
   /// Where an operation's io_request::source points.

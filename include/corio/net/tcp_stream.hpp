@@ -54,8 +54,8 @@ class connect_awaiter : public corio::detail::io_awaiter {
 /// std::error_code& stores the error instead. Cancelling the task (join_handle::cancel, when_any,
 /// with_timeout) cancels the operation in the kernel and completes it with corio::cancelled (or
 /// std::errc::operation_canceled). Not thread-safe: one reader and one writer at a time. Cancel an
-/// operation before closing or destroying its stream; a pending read closed under on its own thread
-/// still ends, with std::errc::operation_canceled (README, Limitations). On io_uring, the stream's
+/// operation before closing or destroying its stream; a pending read closed under, on any thread,
+/// still ends with std::errc::operation_canceled (README, Limitations). On io_uring, the stream's
 /// reads go through the registered file of the reactor that first read it (with
 /// CORIO_URING_MULTISHOT=all, from one multishot recv into that reactor's buffer ring, which keeps
 /// data that arrives before a read); a read from another worker of the same runtime is handed to that
@@ -163,9 +163,8 @@ class tcp_stream {
   int native_handle() const noexcept { return socket_.get(); }
   /// Closes the socket now (the destructor does it otherwise).
   void close() noexcept {
-    source_.reset();
-    socket_.reset();
-    stash_ = {};
+    source_.release();  // kept (not freed) until the object goes: see detail/io_source.hpp, "Lifetime"
+    socket_.reset();  // bytes a cancelled read kept stay until the object goes: a read may be starting
   }
 
  private:

@@ -72,7 +72,9 @@ class recv_from_awaiter : public message_awaiter {
 /// A UDP socket. Move-only; closes on destruction. send_to and recv_from are awaitables with the
 /// error, cancellation and resumption rules of tcp_stream's operations. Several tasks may receive on
 /// one socket at once (on any workers): each datagram goes to exactly one of them, as with Go's
-/// PacketConn. Moving or closing the socket while any of them waits is a misuse, as for a stream.
+/// PacketConn. Cancel them before closing or destroying the socket (moving it while one waits is a
+/// misuse); a receive closed under, on any thread, still ends with std::errc::operation_canceled
+/// (README, Limitations).
 ///
 ///     auto socket = corio::net::udp_socket::bind(corio::net::endpoint::loopback_v4(0));
 ///     co_await socket.send_to(std::as_bytes(std::span("hi", 2)), peer);
