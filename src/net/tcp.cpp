@@ -56,8 +56,12 @@ bool connect_awaiter::prepare() noexcept {
 }
 
 tcp_stream connect_awaiter::await_resume() {
-  if (!check()) {
-    return tcp_stream();
+  try {
+    if (!check()) {
+      return tcp_stream();
+    }
+  } catch (const std::system_error& failure) {  // names the address, as the forms trying several do
+    throw std::system_error(failure.code(), "corio::net::tcp_stream::connect to " + peer_.to_string());
   }
   return tcp_stream(socket_.release());
 }
