@@ -30,8 +30,9 @@
 //   it before it closes its wake-up eventfd, so a close never wakes a destroyed reactor. Ids count
 //   up from 1 (0: no watcher) and are not reused before 2^32 reactors, so a request meant for a
 //   destroyed reactor finds nobody instead of a stranger.
-// Threads: the records are atomics. The generation is relaxed: the close itself orders nothing for
-//   us; a number is reused only after the close that bumped its generation returned. A watcher's note
+// Threads: the records are atomics. Reading a generation to tell a stale registration is relaxed (the
+//   close itself orders nothing for us; a number is reused only after the close that bumped its
+//   generation returned). A watcher's note
 //   is a store, made again each time an op is left waiting after a system call on the socket
 //   (epoll's first attempt and epoll_ctl, a retry that met EAGAIN), and close_socket() takes the mark
 //   and the slots with exchanges: a close on a thread that never synchronised with the waiting

@@ -72,7 +72,7 @@ class io_source_ref {
 
   /// The socket closes: with operations parked on the source, its reactor ends them with -ECANCELED
   /// (release()). The pointer stays until reset().
-  void release() noexcept {
+  void close() noexcept {
     if (io_source* source = source_.load(std::memory_order_relaxed)) {
       release_io_source(source);
     }

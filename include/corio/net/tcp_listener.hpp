@@ -78,7 +78,7 @@ class tcp_listener {
   bool is_open() const noexcept { return socket_.is_open(); }
   int native_handle() const noexcept { return socket_.get(); }
   void close() noexcept {
-    source_.release();  // kept (not freed) until the object goes: see detail/io_source.hpp, "Lifetime"
+    source_.close();  // the state stays allocated until the object goes: detail/io_source.hpp, "Lifetime"
     socket_.reset();
   }
 

@@ -163,7 +163,7 @@ class tcp_stream {
   int native_handle() const noexcept { return socket_.get(); }
   /// Closes the socket now (the destructor does it otherwise).
   void close() noexcept {
-    source_.release();  // kept (not freed) until the object goes: see detail/io_source.hpp, "Lifetime"
+    source_.close();  // the state stays allocated until the object goes: detail/io_source.hpp, "Lifetime"
     socket_.reset();  // bytes a cancelled read kept stay until the object goes: a read may be starting
   }
 
