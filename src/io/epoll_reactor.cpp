@@ -254,13 +254,9 @@ class epoll_reactor final : public reactor {
     }
     op_list& waiting = reader ? entry->readers : entry->writers;
     waiting.push(op);
-    note_watcher(entry->record, id_);
-    if (closed_since(entry->record, started_at)) {
-      // Closed on another thread meanwhile, maybe unseen by the close, and maybe after watch()
-      // registered the closing socket at the new generation: end every waiter and unregister, so the
-      // next socket with this number is watched afresh. The op ends at the next reap.
-      drop_closed(*entry);
-    }
+    // A close since `started_at` may have come after watch() registered the closing socket at the new
+    // generation: dropping the entry then makes the number's next socket register afresh.
+    note_waiting(*entry, started_at);
     return false;
   }
 
@@ -386,6 +382,17 @@ class epoll_reactor final : public reactor {
     }
   }
 
+  // Ops wait on `entry` after system calls on its socket, which was open at `since`: notes this reactor
+  // as a watcher (which orders those calls before a close on another thread), then ends the waiters
+  // (at the next reap) if a close came after `since`, which may have missed the note (fd_records.hpp,
+  // "Threads").
+  void note_waiting(fd_entry& entry, std::uint32_t since) noexcept {
+    note_watcher(entry.record, id_);
+    if (closed_since(entry.record, since)) {
+      drop_closed(entry);
+    }
+  }
+
   // `entry`'s socket is closed: its waiters end, and the number's next socket registers afresh (the
   // close drops the file from the epoll set).
   void drop_closed(fd_entry& entry) noexcept {
@@ -423,10 +430,7 @@ class epoll_reactor final : public reactor {
       }
     }
     if (waiting.head != nullptr) {
-      note_watcher(entry.record, id_);  // orders the attempts above before a close elsewhere (fd_records.hpp)
-      if (closed_since(entry.record, entry.generation)) {
-        drop_closed(entry);
-      }
+      note_waiting(entry, entry.generation);
     }
   }
 

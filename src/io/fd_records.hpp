@@ -32,9 +32,9 @@
 //   destroyed reactor finds nobody instead of a stranger.
 // Threads: the records are atomics. Reading a generation to tell a stale registration is relaxed (the
 //   close itself orders nothing for us; a number is reused only after the close that bumped its
-//   generation returned). A watcher's note
-//   is a store, made again each time an op is left waiting after a system call on the socket
-//   (epoll's first attempt and epoll_ctl, a retry that met EAGAIN), and close_socket() takes the mark
+//   generation returned). A watcher's note is a store, made again each time an op is left waiting
+//   after a system call on the socket (epoll's first attempt and epoll_ctl, a retry that met
+//   EAGAIN), and close_socket() takes the mark
 //   and the slots with exchanges: a close on a thread that never synchronised with the waiting
 //   reactor is ordered after those calls (release/acquire), as ThreadSanitizer checks (it models a
 //   close as a write of the descriptor and each call on it as a read). A close can also come between

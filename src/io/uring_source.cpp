@@ -45,9 +45,9 @@
 //    registered file) holds it (io_op::held_on, counted in `held`) until that request's CQE;
 //  - the reactor side of a released source (the socket let go) lets go of it (drop_reactor_side; the
 //    socket's handle keeps its part until the socket object goes: io_source.hpp, "Lifetime") when
-//    neither its multishot nor a held request is in the kernel: at once, at the CQE without IORING_CQE_F_MORE after the ASYNC_CANCEL release
-//    sent, or at the last held request's CQE; buffers named by later CQEs go back to the ring and
-//    descriptors are closed;
+//    neither its multishot nor a held request is in the kernel: at once, at the CQE without
+//    IORING_CQE_F_MORE after the ASYNC_CANCEL release sent, or at the last held request's CQE;
+//    buffers named by later CQEs go back to the ring and descriptors are closed;
 //  - `closing` is set (release) by release_io_source, on whichever thread closes the socket, before
 //    it shuts the socket down; a held request that completes after that reports -ECANCELED whatever
 //    the kernel said (the shutdown ends a recv at end of file and fails a send with EPIPE; a close
