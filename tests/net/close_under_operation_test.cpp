@@ -426,7 +426,7 @@ TYPED_TEST(close_under_operation, a_stream_closed_on_another_thread_ends_a_write
 // The state now lives until the stream object goes. Every round must end: cancelled, or failed
 // because the stream was already closed when the read began. io_uring's read paths only: on epoll a
 // read whose first system call falls between the close's generation bump and its close() can still
-// miss it (README, Limitations), which this test would hit about once in ten thousand rounds.
+// miss it (README, Limitations), which this test would hit about once in eight thousand rounds.
 template <class Backend>
 class close_racing_a_read : public backend_test<Backend> {};
 using uring_read_paths = ::testing::Types<uring_backend, uring_multishot_backend>;
