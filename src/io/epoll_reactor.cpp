@@ -33,7 +33,11 @@
 //   watcher of the number; a close elsewhere queues (fd, generation) through forget_elsewhere(), and the
 //   reactor ends the waiters of an entry still at that generation at the start of its next reap and
 //   right after its wait (an entry already watching a newer socket with that number is left alone:
-//   its watch() ended the old waiters).
+//   its watch() ended the old waiters). Each submit and each event's retries on an entry run inside
+//   the number's enter_calls() bracket (fd_records.hpp, "Calls") for the op's socket, so a close on
+//   another thread never falls between an op's system call and its note: it either refuses the
+//   bracket (the op ends -ECANCELED with no system call, the entry's waiters end) or waits for it
+//   and then finds the note.
 // Cancellation: cancel() unlinks the op, gives it -ECANCELED and keeps it for the next reap(), which
 //   then does not block. Shutdown (cancel_all_and_reap): 1. every waiting op is unlinked and reported
 //   with -ECANCELED; 2. the cancelled ops not yet reported are reported. The kernel never held a
@@ -227,37 +231,15 @@ class epoll_reactor final : public reactor {
   }
 
   bool submit(io_op& op) noexcept override {
-    const bool reader = is_reader(op.kind);
     fd_entry* entry = watched(op.fd);
-    // The number's generation before any system call on it: a close from here on, even one on another
-    // thread that misses this op's note, shows as a newer one after the note (fd_records.hpp, "Threads").
-    const std::uint32_t started_at = entry != nullptr ? entry->generation : generation_in(record_of(op.fd, true));
-    if (entry == nullptr || (reader ? entry->readable : entry->writers.head == nullptr)) {
-      int result = attempt_whole(op);
-      if (result != -EAGAIN) {
-        if (entry != nullptr && drained(*entry, op, result)) {
-          entry->readable = false;
-        }
-        op.result = result;
-        return true;
-      }
-      if (entry == nullptr) {
-        if (int error = watch(op.fd); error != 0) {
-          op.result = -error;
-          return true;
-        }
-        entry = &fds_[static_cast<std::size_t>(op.fd)];
-      }
-      if (reader) {
-        entry->readable = false;
-      }
+    fd_record* record = entry != nullptr ? entry->record : record_of(op.fd, true);
+    if (!enter_calls(record, op.generation)) {  // its socket was closed since the op was made
+      op.result = -ECANCELED;
+      return true;
     }
-    op_list& waiting = reader ? entry->readers : entry->writers;
-    waiting.push(op);
-    // A close since `started_at` may have come after watch() registered the closing socket at the new
-    // generation: dropping the entry then makes the number's next socket register afresh.
-    note_waiting(*entry, started_at);
-    return false;
+    const bool done = submit_entered(op, entry, record);
+    leave_calls(record);
+    return done;
   }
 
   void cancel(io_op& op) noexcept override {
@@ -323,21 +305,44 @@ class epoll_reactor final : public reactor {
   io_backend kind() const noexcept override { return io_backend::epoll; }
 
  private:
-  // Registers `fd` with this reactor's epoll set unless it already is (for this descriptor's
-  // generation). Returns 0 or an errno.
-  int watch(int fd) noexcept {
+  // submit() inside the op's enter_calls() bracket (fd_records.hpp, "Calls"); `entry`: the op's number's
+  // if this reactor watches its socket already, else null. Returns whether the op is done.
+  bool submit_entered(io_op& op, fd_entry* entry, fd_record* record) noexcept {
+    const bool reader = is_reader(op.kind);
+    if (entry == nullptr || (reader ? entry->readable : entry->writers.head == nullptr)) {
+      int result = attempt_whole(op);
+      if (result != -EAGAIN) {
+        if (entry != nullptr && drained(*entry, op, result)) {
+          entry->readable = false;
+        }
+        op.result = result;
+        return true;
+      }
+      if (entry == nullptr) {
+        if (int error = watch(op.fd, record, op.generation); error != 0) {
+          op.result = -error;
+          return true;
+        }
+        entry = &fds_[static_cast<std::size_t>(op.fd)];
+      }
+      if (reader) {
+        entry->readable = false;
+      }
+    }
+    (reader ? entry->readers : entry->writers).push(op);
+    note_watcher(record, id_);
+    return false;
+  }
+
+  // Registers `fd`, the socket opened at `generation` (whose `record` the caller holds, inside
+  // enter_calls()), with this reactor's epoll set. Returns 0 or an errno.
+  int watch(int fd, fd_record* record, std::uint32_t generation) noexcept {
     auto index = static_cast<std::size_t>(fd);
     if (index >= fds_.size()) {
       fds_.resize(std::max(index + 1, fds_.size() * 2));
     }
     fd_entry& entry = fds_[index];
-    if (entry.record == nullptr) {
-      entry.record = record_of(fd, true);
-    }
-    std::uint32_t generation = generation_in(entry.record);
-    if (entry.registered && entry.generation == generation) {
-      return 0;
-    }
+    entry.record = record;
     finish_waiting(entry);  // ops of a socket closed on another thread: never the new socket's reads
     epoll_event event{};
     event.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
@@ -382,17 +387,6 @@ class epoll_reactor final : public reactor {
     }
   }
 
-  // Ops wait on `entry` after system calls on its socket, which was open at `since`: notes this reactor
-  // as a watcher (which orders those calls before a close on another thread), then ends the waiters
-  // (at the next reap) if a close came after `since`, which may have missed the note (fd_records.hpp,
-  // "Threads").
-  void note_waiting(fd_entry& entry, std::uint32_t since) noexcept {
-    note_watcher(entry.record, id_);
-    if (closed_since(entry.record, since)) {
-      drop_closed(entry);
-    }
-  }
-
   // `entry`'s socket is closed: its waiters end, and the number's next socket registers afresh (the
   // close drops the file from the epoll set).
   void drop_closed(fd_entry& entry) noexcept {
@@ -406,6 +400,10 @@ class epoll_reactor final : public reactor {
   // syscall: a read must not take data, nor an error meant for the next reader, for a task that is
   // being cancelled.
   void retry(fd_entry& entry, bool readers) noexcept {
+    if (!enter_calls(entry.record, entry.generation)) {  // closed on another thread, told or not yet
+      drop_closed(entry);
+      return;
+    }
     op_list& waiting = readers ? entry.readers : entry.writers;
     while (io_op* op = waiting.head) {
       if (op->state.load(std::memory_order_acquire) == io_state::cancel_requested) {
@@ -430,8 +428,9 @@ class epoll_reactor final : public reactor {
       }
     }
     if (waiting.head != nullptr) {
-      note_waiting(entry, entry.generation);
+      note_watcher(entry.record, id_);
     }
+    leave_calls(entry.record);
   }
 
   // The entry of `fd` if this reactor watches it (for the descriptor's current generation), else null.

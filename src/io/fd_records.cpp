@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstddef>
 #include <new>
+#include <thread>
 #include <vector>
 
 #include <corio/detail/io_slot.hpp>
@@ -126,6 +127,8 @@ void withdraw(reactor& self) noexcept {
 
 std::mutex& registry_mutex() noexcept { return registry().mutex; }
 
+std::uint32_t socket_generation(int fd) noexcept { return generation_in(record_of(fd, true)); }
+
 void close_socket(int fd) noexcept {
   if (fd < 0) {
     return;
@@ -136,10 +139,13 @@ void close_socket(int fd) noexcept {
   }
   if (fd_record* record = record_of(fd, false)) {
     std::uint32_t generation = record->generation.fetch_add(1, std::memory_order_seq_cst);
+    while (record->calls.load(std::memory_order_seq_cst) != 0) {  // fd_records.hpp, "Calls"
+      std::this_thread::yield();
+    }
     std::uint32_t own = here != nullptr ? here->reactor_id() : 0;
-    bool crowded = record->crowded.exchange(false, std::memory_order_seq_cst);  // see fd_records.hpp, "Threads"
+    bool crowded = record->crowded.exchange(false, std::memory_order_acquire);  // see fd_records.hpp, "Threads"
     for (auto& slot : record->watchers) {
-      std::uint32_t watcher = slot.exchange(0, std::memory_order_seq_cst);
+      std::uint32_t watcher = slot.exchange(0, std::memory_order_acquire);
       if (watcher != 0 && watcher != own && !crowded) {
         tell_watcher(watcher, fd, generation);
       }

@@ -11,9 +11,9 @@
 //   for readiness; io_uring: the first request in the kernel on it, or the socket's io_source), up to
 //   `watcher_slots` of them: a stream's reader and writer may wait on two workers at once, and a
 //   close must reach both (with one slot, the writer's note hid the reader's, whose read then waited
-//   until something else woke its worker). Each reactor's thread notes itself with relaxed loads (no
-//   store when it is there already) and a CAS into a free slot; with every slot taken by others it
-//   marks the record `crowded` instead. close_socket() takes the mark and each slot (exchanges); it
+//   until something else woke its worker). Each reactor's thread notes itself again each time it
+//   leaves a request waiting: a store into the slot it holds, else a CAS into a free one; with every
+//   slot taken by others it marks the record `crowded` instead. close_socket() takes the mark and each slot (exchanges); it
 //   tells each reactor in a slot, or, if the record was crowded, every live reactor, so none that
 //   waits on the socket is ever left out (a reactor with nothing on the socket finds nothing to end:
 //   epoll has no entry at the closed generation, io_uring's cancel on the duplicate matches no
@@ -30,24 +30,30 @@
 //   it before it closes its wake-up eventfd, so a close never wakes a destroyed reactor. Ids count
 //   up from 1 (0: no watcher) and are not reused before 2^32 reactors, so a request meant for a
 //   destroyed reactor finds nobody instead of a stranger.
-// Threads: the records are atomics. Reading a generation to tell a stale registration is relaxed (the
-//   close itself orders nothing for us; a number is reused only after the close that bumped its
-//   generation returned). A watcher's note is a store, made again each time an op is left waiting
-//   after a system call on the socket (epoll's first attempt and epoll_ctl, a retry that met
-//   EAGAIN), and close_socket() takes the mark
-//   and the slots with exchanges: a close on a thread that never synchronised with the waiting
-//   reactor is ordered after those calls (release/acquire), as ThreadSanitizer checks (it models a
-//   close as a write of the descriptor and each call on it as a read). A close can also come between
-//   an op's syscall and its note, find no watcher, and leave the op waiting on a socket whose close
-//   dropped it from the epoll set: so the note and close_socket()'s generation bump then exchanges
-//   are sequentially consistent, and epoll reads the generation (closed_since) after its note. Of
-//   the two threads, one sees the other: the close tells the watcher, or the watcher sees the new
-//   generation and ends its op itself. What this cannot catch: an op whose first system call on the
-//   number comes after the close's bump but before its close() (started on another thread while the
-//   close runs): it takes the new generation for its own, registers the closing socket and waits until
-//   its executor shuts down (README, Limitations). Go closes that window with a count per descriptor
-//   that close() waits on; corio does not make every operation pay for it.
-//   Everything else under the mutex.
+// Threads: the records are atomics; everything else is under the mutex. Reading a generation to tell a stale registration is relaxed (a
+//   number is reused only after the close that bumped its generation returned). A socket keeps the
+//   generation its number had when it was opened (socket_fd), and each of its operations carries it,
+//   so an operation made before a close and started after it is told from one on the number's next
+//   socket.
+// Calls: a reactor thread brackets its system calls on a number (epoll: a submit's attempt, its
+//   epoll_ctl and its watcher note; an event's retries and note) with enter_calls() and leave_calls(),
+//   naming the generation of the socket it means. enter_calls() counts the thread in (seq_cst), then
+//   refuses if the generation moved on: the socket was closed, or is being closed, since the
+//   operation was made, and it ends cancelled without a system call. close_socket() bumps the
+//   generation (seq_cst), then waits until no thread is counted in (yielding: every bracketed call is
+//   non-blocking, so the wait lasts a system call or two), and only then takes the watcher slots and
+//   closes. Of two such threads, one sees the other (both pairs are sequentially consistent): a
+//   thread is refused, or the close waits for its bracket to end. So no reactor's system call reaches
+//   a number after its socket's close() began (nor the socket that reuses the number), and an op left
+//   waiting was noted before the close takes the slots: the note is made inside the bracket, and the
+//   close's acquire load of the count reads leave_calls()'s release. This is Go's per-descriptor
+//   count of operations in progress (fdMutex), kept per number in the record, which outlives any
+//   socket object: two locked instructions per submit or per event, not per operation's lifetime.
+//   Notes are release stores and close_socket() takes the mark and the slots with exchanges: a close
+//   on a thread that never synchronised with the waiting reactor is ordered after its system calls,
+//   as ThreadSanitizer checks (it models a close as a write of the descriptor, and each call on it
+//   as a read). io_uring does not bracket: the kernel resolves a number when it takes the request,
+//   after the thread that prepared it moved on (see uring_reactor.hpp for what it does instead).
 // Every number a descriptor can have (0 to 2^31 - 1) has a record: three levels (directories of
 //   chunks of records), each allocated on first use and kept for the process's life, like the
 //   descriptor table they mirror. Only a failed allocation leaves a number without one (record_of
@@ -60,14 +66,18 @@
 #include <new>
 #include <vector>
 
+#include <corio/detail/io_op.hpp>
+
 namespace corio::detail {
 
 class reactor;
 
 inline constexpr std::size_t watcher_slots = 4;
 
-struct fd_record {
+// One cache line each: neighbouring numbers' counts are written by different workers per system call.
+struct alignas(64) fd_record {
   std::atomic<std::uint32_t> generation{0};  // bumped by every close_socket() of the number
+  std::atomic<std::uint32_t> calls{0};       // reactor threads inside enter_calls() .. leave_calls()
   std::array<std::atomic<std::uint32_t>, watcher_slots> watchers{};  // reactors with requests on it; 0: free
   std::atomic<bool> crowded{false};  // more reactors noted themselves than there are slots
 };
@@ -80,30 +90,52 @@ inline std::uint32_t generation_in(const fd_record* record) noexcept {
 }
 
 /// The owning thread of reactor `self` (an id, never 0): it leaves a request waiting on the number
-/// (see "Threads" for when to call it again).
+/// (epoll: inside enter_calls() .. leave_calls(); see "Calls").
 inline void note_watcher(fd_record* record, std::uint32_t self) noexcept {
   if (record == nullptr) {
     return;
   }
   for (auto& slot : record->watchers) {
     if (slot.load(std::memory_order_relaxed) == self) {
-      slot.store(self, std::memory_order_seq_cst);  // the common case: noted before, published again
+      slot.store(self, std::memory_order_release);  // the common case: noted before, published again
       return;
     }
   }
   for (auto& slot : record->watchers) {
     std::uint32_t free = 0;
-    if (slot.compare_exchange_strong(free, self, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+    if (slot.compare_exchange_strong(free, self, std::memory_order_release, std::memory_order_relaxed)) {
       return;
     }
   }
-  record->crowded.store(true, std::memory_order_seq_cst);
+  record->crowded.store(true, std::memory_order_release);
 }
 
-/// After note_watcher(): whether the number was closed since `generation`, by a close that may have
-/// missed the note (see "Threads"); the caller then ends its requests on it itself.
-inline bool closed_since(const fd_record* record, std::uint32_t generation) noexcept {
-  return record != nullptr && record->generation.load(std::memory_order_seq_cst) != generation;
+/// A reactor thread, before its system calls on a socket opened at `generation`: false if that socket
+/// was closed or is being closed (make no call, and do not call leave_calls()). See "Calls".
+inline bool enter_calls(fd_record* record, std::uint32_t generation) noexcept {
+  if (record == nullptr) {
+    return true;  // memory ran out when the socket was opened: its number is not guarded
+  }
+  record->calls.fetch_add(1, std::memory_order_seq_cst);
+  if (record->generation.load(std::memory_order_seq_cst) == generation) {
+    return true;
+  }
+  record->calls.fetch_sub(1, std::memory_order_release);
+  return false;
+}
+
+/// After the system calls that enter_calls() let in.
+inline void leave_calls(fd_record* record) noexcept {
+  if (record != nullptr) {
+    record->calls.fetch_sub(1, std::memory_order_release);
+  }
+}
+
+/// Whether the socket `op` names was closed since the op was made (a relaxed read: see "Calls" for
+/// what it cannot see).
+inline bool closed_since_opened(const io_request& op) noexcept {
+  const fd_record* record = record_of(op.fd, false);
+  return record != nullptr && record->generation.load(std::memory_order_relaxed) != op.generation;
 }
 
 /// Adds `self` to the registry and returns its id (throws std::bad_alloc); withdraw() removes it.

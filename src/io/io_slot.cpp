@@ -13,6 +13,7 @@
 #include <corio/detail/io_source.hpp>
 #include <corio/errors.hpp>
 
+#include "io/fd_records.hpp"
 #include "io/io_source_state.hpp"
 #include "io/reactor.hpp"
 
@@ -159,6 +160,10 @@ io_slot* io_slot::route(io_op& op) {
   ensure_reactor();
   if (op.fd < 0) {
     op.result = -EBADF;  // a closed, moved-from or default-constructed socket: no state to look up
+    return nullptr;
+  }
+  if (closed_since_opened(op)) {
+    op.result = -ECANCELED;  // made before its socket's close: the number names another socket, or none
     return nullptr;
   }
   if (op.source == nullptr) {

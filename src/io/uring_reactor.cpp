@@ -60,8 +60,12 @@
 //   "Watchers"); a close elsewhere hands over a duplicate of the descriptor (forget_elsewhere, on the
 //   closing thread, before the close), and the next reap submits an ASYNC_CANCEL_FD on it and then
 //   closes the duplicate: the cancel names the closed socket's file even if its number already
-//   names another socket. Nothing else touches the ring off its thread (SINGLE_ISSUER). Sockets
-//   with an io_source skip the note, so an echo's sends pay one comparison for all this.
+//   names another socket. Nothing else touches the ring off its thread (SINGLE_ISSUER). Sockets with
+//   an io_source skip the note, so an echo's sends pay one comparison for all this. Left open: a
+//   request without a source prepared just before a close on another thread names the number until
+//   the loop's next submission, and may meet the socket that reuses it if one is opened in between
+//   (README, Limitations); epoll's bracket (fd_records.hpp, "Calls") would hold the close for a
+//   whole loop turn here.
 // Shutdown (cancel_all_and_reap), in order:
 //   0. complete every op parked on a source's queue with -ECANCELED (no kernel request holds it);
 //   1. queue ASYNC_CANCEL_ANY (every request of this ring, the wake read and multishots included);

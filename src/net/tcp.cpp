@@ -49,7 +49,7 @@ bool connect_awaiter::prepare() noexcept {
     return false;
   }
   socket_.reset(fd);
-  op_.fd = fd;
+  target(socket_.id());
   op_.buffer = const_cast<sockaddr*>(peer_.data());
   op_.length = peer_.size();
   return true;
@@ -139,7 +139,7 @@ task<std::size_t> tcp_stream::read_exact_into(std::span<std::byte> buffer, std::
   while (done < buffer.size()) {
     std::size_t step = 0;
     try {
-      step = co_await corio::detail::transfer_awaiter(corio::detail::io_kind::recv, socket_.get(),
+      step = co_await corio::detail::transfer_awaiter(corio::detail::io_kind::recv, socket_.id(),
                                                       buffer.data() + done, buffer.size() - done, read_exact_name,
                                                       error, source_.slot(), &stash_);
     } catch (const cancelled&) {

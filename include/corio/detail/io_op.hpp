@@ -107,6 +107,14 @@ enum class io_state : std::uint8_t { idle, queued, cancel_queued, in_flight, can
 
 class io_awaiter;
 
+/// A socket as its operations name it: the descriptor number, and the generation the number had when
+/// the socket was opened (src/io/fd_records.hpp, "Threads"), so that an operation made before the
+/// socket's close and started after it ends cancelled, whatever the number names by then.
+struct socket_id {
+  int fd = -1;
+  std::uint32_t generation = 0;
+};
+
 /// What the kernel is asked to do. Trivially copyable, so an awaiter can be moved before it starts.
 struct io_request {
   io_kind kind = io_kind::recv;
@@ -115,6 +123,8 @@ struct io_request {
   void* buffer = nullptr;
   /// recv/send: the byte count; connect: the address length.
   std::uint32_t length = 0;
+  /// socket_id::generation of the socket `fd` names.
+  std::uint32_t generation = 0;
   /// accept: in, the size of *buffer; out, the peer address length.
   socklen_t* address_length = nullptr;
   /// recv/accept on a stream or listener: the socket's pointer to its multishot state (io_source.hpp),
@@ -202,6 +212,12 @@ class io_awaiter {
   void cancel_for_deadline() noexcept;
 
  protected:
+  /// The operation's socket (derived awaiters' constructors).
+  void target(socket_id socket) noexcept {
+    op_.fd = socket.fd;
+    op_.generation = socket.generation;
+  }
+
   template <class Promise>
   bool start(std::coroutine_handle<Promise> self) {
     return start(self, stop_token_of(self));

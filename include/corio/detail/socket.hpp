@@ -22,6 +22,9 @@ void close_socket(int fd) noexcept;
 /// Creates a non-blocking, close-on-exec socket; returns it or -errno.
 int open_socket(int family, int type) noexcept;
 
+/// The generation of the open socket `fd` (socket_id).
+std::uint32_t socket_generation(int fd) noexcept;
+
 /// Owns one socket descriptor; closes it on destruction. Move-only. Closing while an operation on the
 /// socket is in flight is a misuse (cancel the operation first), which corio catches where it can
 /// (README, Limitations): the descriptor is an atomic, so that such a close on another thread is not
@@ -29,23 +32,35 @@ int open_socket(int family, int type) noexcept;
 class socket_fd {
  public:
   socket_fd() noexcept = default;
-  explicit socket_fd(int fd) noexcept : fd_(fd) {}
-  socket_fd(socket_fd&& other) noexcept : fd_(other.release()) {}
+  explicit socket_fd(int fd) noexcept : fd_(fd), generation_(socket_generation(fd)) {}
+  socket_fd(socket_fd&& other) noexcept : fd_(other.release()), generation_(other.generation()) {}
   socket_fd& operator=(socket_fd&& other) noexcept {
     if (this != &other) {
-      reset(other.release());
+      std::uint32_t generation = other.generation();
+      close_socket(fd_.exchange(other.release(), std::memory_order_relaxed));
+      generation_.store(generation, std::memory_order_relaxed);
     }
     return *this;
   }
   ~socket_fd() { close_socket(get()); }
 
   int get() const noexcept { return fd_.load(std::memory_order_relaxed); }
+  /// What the socket's operations carry (io_op.hpp).
+  socket_id id() const noexcept { return {get(), generation()}; }
   bool is_open() const noexcept { return get() >= 0; }
   int release() noexcept { return fd_.exchange(-1, std::memory_order_relaxed); }
-  void reset(int fd = -1) noexcept { close_socket(fd_.exchange(fd, std::memory_order_relaxed)); }
+  void reset(int fd = -1) noexcept {
+    if (fd >= 0) {
+      generation_.store(socket_generation(fd), std::memory_order_relaxed);
+    }
+    close_socket(fd_.exchange(fd, std::memory_order_relaxed));
+  }
 
  private:
+  std::uint32_t generation() const noexcept { return generation_.load(std::memory_order_relaxed); }
+
   std::atomic<int> fd_{-1};
+  std::atomic<std::uint32_t> generation_{0};  // atomic for the same reason as fd_
 };
 
 /// recv or send on a connected socket; yields the byte count (0 from recv: the peer closed). A recv
@@ -56,12 +71,12 @@ class socket_fd {
 /// yields 0 at once.
 class transfer_awaiter : public io_awaiter {
  public:
-  transfer_awaiter(io_kind kind, int fd, const void* data, std::size_t size, const char* what,
+  transfer_awaiter(io_kind kind, socket_id socket, const void* data, std::size_t size, const char* what,
                    std::error_code* error, std::atomic<io_source*>* source = nullptr,
                    read_stash* stash = nullptr) noexcept
       : io_awaiter(what, error) {
     op_.kind = kind;
-    op_.fd = fd;
+    target(socket);
     op_.source = source;
     op_.buffer = const_cast<void*>(data);  // send only reads it
     op_.length = size > UINT32_MAX ? UINT32_MAX : static_cast<std::uint32_t>(size);
@@ -81,11 +96,11 @@ class transfer_awaiter : public io_awaiter {
 /// it throws corio::cancelled (or stores errc::operation_canceled).
 class send_all_awaiter : public io_awaiter {
  public:
-  send_all_awaiter(int fd, const void* data, std::size_t size, const char* what, std::error_code* error,
+  send_all_awaiter(socket_id socket, const void* data, std::size_t size, const char* what, std::error_code* error,
                    std::atomic<io_source*>* source = nullptr) noexcept
       : io_awaiter(what, error) {
     op_.kind = io_kind::send;
-    op_.fd = fd;
+    target(socket);
     op_.source = source;
     op_.buffer = const_cast<void*>(data);  // send only reads it
     op_.length = size > UINT32_MAX ? UINT32_MAX : static_cast<std::uint32_t>(size);
@@ -106,10 +121,10 @@ class send_all_awaiter : public io_awaiter {
 /// (left empty when the listener's multishot accept, given as `source`, served it).
 class accept_fd_awaiter : public io_awaiter {
  public:
-  accept_fd_awaiter(int fd, const char* what, std::error_code* error, std::atomic<io_source*>* source = nullptr) noexcept
+  accept_fd_awaiter(socket_id socket, const char* what, std::error_code* error, std::atomic<io_source*>* source = nullptr) noexcept
       : io_awaiter(what, error) {
     op_.kind = io_kind::accept;
-    op_.fd = fd;
+    target(socket);
     op_.source = source;
   }
   accept_fd_awaiter(accept_fd_awaiter&& other) noexcept = default;

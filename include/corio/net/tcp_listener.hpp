@@ -69,9 +69,9 @@ class tcp_listener {
 
   /// Waits for the next connection; yields it as a connected stream (closed, on error, in the
   /// error_code form).
-  detail::accept_awaiter accept() noexcept { return {socket_.get(), accept_name, nullptr, source_.slot()}; }
+  detail::accept_awaiter accept() noexcept { return {socket_.id(), accept_name, nullptr, source_.slot()}; }
   detail::accept_awaiter accept(std::error_code& error) noexcept {
-    return {socket_.get(), accept_name, &error, source_.slot()};
+    return {socket_.id(), accept_name, &error, source_.slot()};
   }
 
   endpoint local_endpoint() const;

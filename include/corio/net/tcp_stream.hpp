@@ -106,21 +106,21 @@ class tcp_stream {
   /// timed out (join_handle::cancel, a when_any branch that lost, with_timeout) consumed nothing; bytes
   /// the kernel delivered to it anyway are returned by the stream's next read.
   corio::detail::transfer_awaiter read_some(std::span<std::byte> buffer) noexcept {
-    return {corio::detail::io_kind::recv, socket_.get(), buffer.data(), buffer.size(), read_some_name, nullptr,
+    return {corio::detail::io_kind::recv, socket_.id(), buffer.data(), buffer.size(), read_some_name, nullptr,
             source_.slot(), &stash_};
   }
   corio::detail::transfer_awaiter read_some(std::span<std::byte> buffer, std::error_code& error) noexcept {
-    return {corio::detail::io_kind::recv, socket_.get(), buffer.data(), buffer.size(), read_some_name, &error,
+    return {corio::detail::io_kind::recv, socket_.id(), buffer.data(), buffer.size(), read_some_name, &error,
             source_.slot(), &stash_};
   }
 
   /// Writes some of `data` (at least one byte unless it is empty); yields the count.
   corio::detail::transfer_awaiter write_some(std::span<const std::byte> data) noexcept {
-    return {corio::detail::io_kind::send, socket_.get(), data.data(), data.size(), write_some_name, nullptr,
+    return {corio::detail::io_kind::send, socket_.id(), data.data(), data.size(), write_some_name, nullptr,
             source_.slot()};
   }
   corio::detail::transfer_awaiter write_some(std::span<const std::byte> data, std::error_code& error) noexcept {
-    return {corio::detail::io_kind::send, socket_.get(), data.data(), data.size(), write_some_name, &error,
+    return {corio::detail::io_kind::send, socket_.id(), data.data(), data.size(), write_some_name, &error,
             source_.slot()};
   }
 
@@ -136,10 +136,10 @@ class tcp_stream {
   /// bounded). Yields the bytes written: all of them, or, in the error_code form, how many went out
   /// before the error. `data` must stay valid until the write finishes.
   corio::detail::send_all_awaiter write_all(std::span<const std::byte> data) noexcept {
-    return {socket_.get(), data.data(), data.size(), write_all_name, nullptr, source_.slot()};
+    return {socket_.id(), data.data(), data.size(), write_all_name, nullptr, source_.slot()};
   }
   corio::detail::send_all_awaiter write_all(std::span<const std::byte> data, std::error_code& error) noexcept {
-    return {socket_.get(), data.data(), data.size(), write_all_name, &error, source_.slot()};
+    return {socket_.id(), data.data(), data.size(), write_all_name, &error, source_.slot()};
   }
   corio::detail::send_all_awaiter write_all(std::string_view text) noexcept {
     return write_all(std::as_bytes(std::span(text)));

@@ -27,11 +27,11 @@ namespace detail {
 /// sendmsg/recvmsg with an address; the msghdr lives in the awaiter (the awaiting frame).
 class message_awaiter : public corio::detail::io_awaiter {
  public:
-  message_awaiter(corio::detail::io_kind kind, int fd, const void* data, std::size_t size, const endpoint* to,
-                  const char* what, std::error_code* error) noexcept
+  message_awaiter(corio::detail::io_kind kind, corio::detail::socket_id socket, const void* data, std::size_t size,
+                  const endpoint* to, const char* what, std::error_code* error) noexcept
       : io_awaiter(what, error), data_(const_cast<void*>(data)), size_(size) {
     op_.kind = kind;
-    op_.fd = fd;
+    target(socket);
     if (to != nullptr) {
       peer_ = *to;
     }
@@ -91,19 +91,19 @@ class udp_socket {
 
   /// Sends one datagram to `to`; yields the bytes sent.
   detail::send_to_awaiter send_to(std::span<const std::byte> data, const endpoint& to) noexcept {
-    return {corio::detail::io_kind::sendmsg, socket_.get(), data.data(), data.size(), &to, send_to_name, nullptr};
+    return {corio::detail::io_kind::sendmsg, socket_.id(), data.data(), data.size(), &to, send_to_name, nullptr};
   }
   detail::send_to_awaiter send_to(std::span<const std::byte> data, const endpoint& to, std::error_code& error) noexcept {
-    return {corio::detail::io_kind::sendmsg, socket_.get(), data.data(), data.size(), &to, send_to_name, &error};
+    return {corio::detail::io_kind::sendmsg, socket_.id(), data.data(), data.size(), &to, send_to_name, &error};
   }
 
   /// Receives one datagram into `buffer`. The rest of a longer one is dropped, as recvfrom does, and
   /// the datagram it yields says so with `truncated`; that is not an error.
   detail::recv_from_awaiter recv_from(std::span<std::byte> buffer) noexcept {
-    return {corio::detail::io_kind::recvmsg, socket_.get(), buffer.data(), buffer.size(), nullptr, recv_from_name, nullptr};
+    return {corio::detail::io_kind::recvmsg, socket_.id(), buffer.data(), buffer.size(), nullptr, recv_from_name, nullptr};
   }
   detail::recv_from_awaiter recv_from(std::span<std::byte> buffer, std::error_code& error) noexcept {
-    return {corio::detail::io_kind::recvmsg, socket_.get(), buffer.data(), buffer.size(), nullptr, recv_from_name, &error};
+    return {corio::detail::io_kind::recvmsg, socket_.id(), buffer.data(), buffer.size(), nullptr, recv_from_name, &error};
   }
 
   endpoint local_endpoint() const;
