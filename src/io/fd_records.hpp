@@ -52,8 +52,9 @@
 //   Notes are release stores and close_socket() takes the mark and the slots with exchanges: a close
 //   on a thread that never synchronised with the waiting reactor is ordered after its system calls,
 //   as ThreadSanitizer checks (it models a close as a write of the descriptor, and each call on it
-//   as a read). io_uring does not bracket: the kernel resolves a number when it takes the request,
-//   after the thread that prepared it moved on (see uring_reactor.hpp for what it does instead).
+//   as a read). io_uring brackets each submission that carries requests naming numbers: the kernel
+//   looks a number up when it takes the request, not when the loop prepares it (uring_reactor.cpp,
+//   "Requests that name a descriptor number").
 // Every number a descriptor can have (0 to 2^31 - 1) has a record: three levels (directories of
 //   chunks of records), each allocated on first use and kept for the process's life, like the
 //   descriptor table they mirror. Only a failed allocation leaves a number without one (record_of

@@ -61,11 +61,19 @@
 //   closing thread, before the close), and the next reap submits an ASYNC_CANCEL_FD on it and then
 //   closes the duplicate: the cancel names the closed socket's file even if its number already
 //   names another socket. Nothing else touches the ring off its thread (SINGLE_ISSUER). Sockets with
-//   an io_source skip the note, so an echo's sends pay one comparison for all this. Left open: a
-//   request without a source prepared just before a close on another thread names the number until
-//   the loop's next submission, and may meet the socket that reuses it if one is opened in between
-//   (README, Limitations); epoll's bracket (fd_records.hpp, "Calls") would hold the close for a
-//   whole loop turn here.
+//   an io_source skip the note, so an echo's sends pay one comparison for all this.
+// Requests that name a descriptor number (not a registered file): the kernel looks the number up when
+//   it takes the request, at the next submission, which may come a whole loop turn after the request
+//   was prepared; a close on another thread in between could let it reach the socket that reused the
+//   number. Each such request is listed (by_number_, with its SQ position) when prepared, and every
+//   submission runs inside the enter_calls() bracket of their numbers (fd_records.hpp, "Calls";
+//   submit_guarded): a request whose socket was closed since its op was made becomes a NOP tagged
+//   refused_tag, reported -ECANCELED; a close that comes later waits until the kernel has taken the
+//   file (the look-up happens in io_uring_enter, since these requests are issued inline: the op heads
+//   its link, and nothing here asks for IOSQE_ASYNC). A reap that would wait submits them first on
+//   their own, so no bracket spans the wait: one more io_uring_enter on the turns that prepared such
+//   requests and then sleep; the echo's registered-file requests never pay it. Entries the kernel did
+//   not take (a submission that failed) stay listed for the next one.
 // Shutdown (cancel_all_and_reap), in order:
 //   0. complete every op parked on a source's queue with -ECANCELED (no kernel request holds it);
 //   1. queue ASYNC_CANCEL_ANY (every request of this ring, the wake read and multishots included);
@@ -97,6 +105,8 @@ constexpr unsigned cq_entries = 8192;
 constexpr std::uint64_t ignored_tag = 0;
 constexpr std::uint64_t wake_tag = 1;
 constexpr std::uint64_t link_timeout_tag = 4;  // | an op's address: the CQE of its linked timeout
+// | an op's address (never equal to wake_tag): a NOP in place of a request on a closed socket's number
+constexpr std::uint64_t refused_tag = 1;
 
 int setup_ring(io_uring& ring, bool thread_bound) noexcept {
   const unsigned common = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL;
@@ -199,6 +209,9 @@ void uring_reactor::prep_single(io_op& op, bool poll_first) noexcept {
     use_fixed_file(sqe, source);
     hold(op, source);
   }
+  if ((sqe->flags & IOSQE_FIXED_FILE) == 0) {
+    list_by_number(sqe, op);
+  }
   if (poll_first) {
     sqe->ioprio |= IORING_RECVSEND_POLL_FIRST;
   }
@@ -238,7 +251,7 @@ void uring_reactor::forget(int fd) noexcept {
   io_uring_sqe* sqe = next_sqe();
   io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);  // matches requests on its registered file too
   io_uring_sqe_set_data64(sqe, ignored_tag);
-  io_uring_submit(&ring_);  // now: after the close() that follows, the number names nothing (or another socket)
+  submit_guarded([this] { io_uring_submit(&ring_); });  // now: after the close() that follows, the number names nothing (or another socket)
 }
 
 void uring_reactor::forget_elsewhere(int fd, std::uint32_t) noexcept {
@@ -261,7 +274,7 @@ void uring_reactor::cancel_closed_elsewhere() noexcept {
     io_uring_prep_cancel_fd(sqe, each.kept, IORING_ASYNC_CANCEL_ALL);
     io_uring_sqe_set_data64(sqe, ignored_tag);
   }
-  io_uring_submit(&ring_);  // each cancel now holds the socket's file itself
+  submit_guarded([this] { io_uring_submit(&ring_); });  // each cancel now holds the socket's file itself
   for (closed_socket each : closed) {
     ::close(each.kept);
     release_closed_elsewhere(each.fd);
@@ -283,8 +296,9 @@ void uring_reactor::reap(completion_sink sink, std::optional<std::chrono::nanose
     arm_wake();
   }
   if (finished_here_ != nullptr || (timeout && timeout->count() <= 0)) {
-    io_uring_submit_and_get_events(&ring_);
+    submit_guarded([this] { io_uring_submit_and_get_events(&ring_); });
   } else {
+    submit_by_number();  // no bracket may span the wait
     io_uring_cqe* cqe = nullptr;
     __kernel_timespec wait_for{};
     if (timeout) {
@@ -305,6 +319,7 @@ void uring_reactor::cancel_all_and_reap(completion_sink sink) noexcept {
   draining_ = true;
   detach_all_parked();
   report_completions(sink, SIZE_MAX);
+  submit_by_number();
   while (in_flight_ != 0 || armed_ != 0 || wake_armed_) {
     io_uring_sqe* sqe = next_sqe();
     io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
@@ -330,9 +345,50 @@ io_uring_sqe* uring_reactor::next_sqe(unsigned room) noexcept {
     }
   }
   while (io_uring_sq_space_left(&ring_) < room) {  // the SQ is full: hand this turn's entries to the kernel early
-    io_uring_submit(&ring_);
+    submit_guarded([this] { io_uring_submit(&ring_); });
   }
   return io_uring_get_sqe(&ring_);
+}
+
+void uring_reactor::list_by_number(io_uring_sqe* sqe, io_op& op) noexcept {
+  try {
+    by_number_.push_back({sqe, &op, ring_.sq.sqe_tail - 1});  // the SQE next_sqe() just handed out
+  } catch (const std::bad_alloc&) {  // unguarded, as every request was before the list existed
+  }
+}
+
+void uring_reactor::enter_by_number() noexcept {
+  for (by_number_request& each : by_number_) {
+    if (each.refused) {
+      continue;  // a NOP already, left in the SQ by a submission that failed
+    }
+    each.record = record_of(each.op->fd, false);
+    if (!enter_calls(each.record, each.op->generation)) {
+      const std::uint64_t tag = each.sqe->user_data;
+      const auto link = static_cast<std::uint8_t>(each.sqe->flags & IOSQE_IO_LINK);  // its linked timeout follows
+      io_uring_prep_nop(each.sqe);
+      each.sqe->flags |= link;
+      io_uring_sqe_set_data64(each.sqe, tag | refused_tag);
+      each.record = nullptr;  // not entered
+      each.refused = true;
+    }
+  }
+}
+
+void uring_reactor::leave_by_number() noexcept {
+  const unsigned taken = io_uring_smp_load_acquire(ring_.sq.khead);  // the kernel's SQ head: entries before it are taken
+  std::erase_if(by_number_, [taken](by_number_request& each) {
+    if (!each.refused) {
+      leave_calls(each.record);
+    }
+    return static_cast<int>(each.position - taken) < 0;
+  });
+}
+
+void uring_reactor::submit_by_number() noexcept {
+  if (!by_number_.empty()) {
+    submit_guarded([this] { io_uring_submit(&ring_); });
+  }
 }
 
 void uring_reactor::arm_wake() noexcept {
@@ -372,10 +428,11 @@ void uring_reactor::report_completions(completion_sink sink, std::size_t limit) 
       on_source_completion(*source, cqe->res, cqe->flags, sink);
       continue;
     }
-    auto* op = reinterpret_cast<io_op*>(static_cast<std::uintptr_t>(tag & ~link_timeout_tag));
+    auto* op = reinterpret_cast<io_op*>(static_cast<std::uintptr_t>(tag & ~(link_timeout_tag | refused_tag)));
     if ((tag & link_timeout_tag) == 0) {
       count_in_kernel(op->fd, -1);
-      op->result = op->held_on != nullptr ? end_held(*op, cqe->res) : cqe->res;
+      std::int32_t result = (tag & refused_tag) != 0 ? -ECANCELED : cqe->res;
+      op->result = op->held_on != nullptr ? end_held(*op, result) : result;
     }
     if (--op->cqes_due == 0) {
       finish(*op, sink);

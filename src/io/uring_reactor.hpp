@@ -70,6 +70,25 @@ class uring_reactor final : public reactor {
     }
   }
   void count_in_kernel_slow(int fd, int change) noexcept;
+  /// prep_single: `sqe` names `op`'s descriptor number (see "Requests that name a descriptor number").
+  void list_by_number(io_uring_sqe* sqe, io_op& op) noexcept;
+  /// Runs `submit` (one of liburing's submissions) inside the enter_calls() brackets of the listed
+  /// requests, refusing those whose socket was closed since their op was made.
+  template <class Submit>
+  void submit_guarded(Submit submit) noexcept {
+    if (by_number_.empty()) [[likely]] {
+      submit();
+      return;
+    }
+    enter_by_number();
+    submit();
+    leave_by_number();
+  }
+  void enter_by_number() noexcept;
+  /// Leaves the brackets and forgets the entries the kernel took.
+  void leave_by_number() noexcept;
+  /// Submits the listed requests now, if any: before a wait, which no bracket may span.
+  void submit_by_number() noexcept;
   /// Just issued a request on `fd`, a socket without an io_source: on its first one in the kernel,
   /// notes this reactor as a watcher of the number (fd_records.hpp).
   void note_request_without_source(int fd) noexcept;
@@ -131,6 +150,14 @@ class uring_reactor final : public reactor {
     int kept;  // a duplicate of it, taken before the close
   };
   requests_from_closes<closed_socket> closed_elsewhere_;  // sockets closed on other threads
+  struct by_number_request {
+    io_uring_sqe* sqe;
+    io_op* op;
+    unsigned position;              // in the SQ's running count (the kernel has taken it once its head passes)
+    fd_record* record = nullptr;    // entered, during a submission
+    bool refused = false;           // made a NOP: never entered again
+  };
+  std::vector<by_number_request> by_number_;  // prepared, not yet taken by the kernel
   bool wake_armed_ = false;
   bool draining_ = false;
   bool ring_registered_ = false;

@@ -189,15 +189,22 @@ TYPED_TEST(close_under_operation, a_stream_closed_on_another_thread_never_reads_
   });
 }
 
+/// A UDP socket that sent itself a datagram and read it: the loop's reactor exists from then on, so
+/// it opens no descriptor later, where a test wants the next socket to take a given number.
+corio::task<corio::net::udp_socket> udp_socket_that_sent() {
+  auto socket = corio::net::udp_socket::bind(endpoint::loopback_v4(0));
+  co_await socket.send_to(bytes("warm-up"), socket.local_endpoint());
+  std::byte warm_up[16];
+  co_await socket.recv_from(warm_up);
+  co_return socket;
+}
+
 // An operation is made (its awaiter built) before its socket closes and awaited after the number names
 // another socket: it ends cancelled, and the new socket's input stays where it is. Before operations
 // carried their socket's generation, the epoll backend's receive took the new socket's datagram.
 TYPED_TEST(close_under_operation, a_receive_made_before_its_socket_closed_never_takes_the_next_socket_s_datagram) {
   run_on_loop(TestFixture::backend, []() -> corio::task<void> {
-    auto sender = corio::net::udp_socket::bind(endpoint::loopback_v4(0));
-    co_await sender.send_to(bytes("warm-up"), sender.local_endpoint());  // the loop's reactor exists now
-    std::byte warm_up[16];
-    co_await sender.recv_from(warm_up);
+    auto sender = co_await udp_socket_that_sent();
     auto old_socket = corio::net::udp_socket::bind(endpoint::loopback_v4(0));
     const int number = old_socket.native_handle();
     std::byte buffer[64];
@@ -208,6 +215,51 @@ TYPED_TEST(close_under_operation, a_receive_made_before_its_socket_closed_never_
     EXPECT_EQ(fresh.native_handle(), number) << "the descriptor number was not reused; the test proves less";
     co_await sender.send_to(bytes("for the new socket"), fresh.local_endpoint());
     co_await std::move(stale);
+    EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
+    std::byte received[64];
+    auto datagram = co_await corio::with_timeout(5s, fresh.recv_from(received));
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(received), datagram.size), "for the new socket");
+  });
+}
+
+// The same, with the receive started before the close: the loop has prepared its request, and a
+// task that runs next in the same loop turn holds the turn while another thread closes the socket,
+// opens a new one on the number and sends it a datagram. io_uring names the number only when the turn
+// ends and the request reaches the kernel; the reactor then refuses it (fd_records.hpp, "Calls").
+// Before that it took the new socket's datagram.
+TYPED_TEST(close_under_operation, a_receive_prepared_before_a_close_elsewhere_never_takes_the_next_socket_s_datagram) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto sender = co_await udp_socket_that_sent();
+    auto old_socket = corio::net::udp_socket::bind(endpoint::loopback_v4(0));
+    const int number = old_socket.native_handle();
+    std::vector<int> lower = fill_numbers_below(number);
+    corio::net::udp_socket fresh;
+    std::atomic<int> stage{0};  // 1: the receive is prepared; 2: the number names the new socket
+    std::thread closer([&] {
+      while (stage.load() != 1) {
+        std::this_thread::yield();
+      }
+      old_socket.close();
+      fresh = corio::net::udp_socket::bind(endpoint::loopback_v4(0));
+      endpoint to = fresh.local_endpoint();
+      ::sendto(sender.native_handle(), "for the new socket", 18, 0, to.data(), to.size());
+      stage.store(2);
+    });
+    auto receiver = corio::spawn(receive_once(old_socket));
+    auto hold_turn = corio::spawn([](std::atomic<int>& at) -> corio::task<void> {
+      at.store(1);
+      auto give_up = std::chrono::steady_clock::now() + 5s;
+      while (at.load() != 2 && std::chrono::steady_clock::now() < give_up) {
+      }
+      co_return;
+    }(stage));
+    std::error_code error = co_await corio::with_timeout(5s, std::move(receiver));
+    co_await std::move(hold_turn);
+    closer.join();
+    for (int fd : lower) {
+      ::close(fd);
+    }
+    EXPECT_EQ(fresh.native_handle(), number) << "the descriptor number was not reused; the test proves less";
     EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
     std::byte received[64];
     auto datagram = co_await corio::with_timeout(5s, fresh.recv_from(received));
