@@ -297,7 +297,8 @@ class [[nodiscard]] blocking_awaiter {
 /// completes with its result or exception; the awaiting task resumes on a worker. Use it for blocking
 /// system calls and long computations so they never stall a worker. If the awaiting task is cancelled
 /// (join_handle::cancel, with_timeout, when_any), the await completes at once with corio::cancelled
-/// and the call, which cannot be interrupted, runs on detached: its result is discarded. The awaiter
+/// and the call, which cannot be interrupted, runs on detached: its result is discarded, and whatever
+/// `fn` refers to in the awaiting frame may be gone by then, so capture by value. The awaiter
 /// is movable until awaited. Throws std::logic_error when awaited outside a runtime worker, and
 /// corio::runtime_stopped during shutdown. It is lazy, like every corio awaitable: `fn` starts when the
 /// awaiter is awaited, not when spawn_blocking returns (tokio's starts at once); to run it beside the

@@ -69,7 +69,10 @@ task<std::vector<endpoint>> resolve(std::string host, std::uint16_t port) {
   if (corio::detail::current_blocking_pool() == nullptr) {
     throw std::logic_error("corio::net::resolve: looking up a name needs a runtime worker (its blocking pool)");
   }
-  lookup result = co_await spawn_blocking([&host, port] { return getaddrinfo_blocking(host, port); });
+  // The call owns a copy of the host: cancelled (with_timeout, a task's cancel), this frame goes at once
+  // while the call runs on, detached. Named, not a temporary in the co_await (g++ 12, README).
+  auto call = spawn_blocking([host, port] { return getaddrinfo_blocking(host, port); });
+  lookup result = co_await std::move(call);
   if (result.status != 0) {
     if (result.status == EAI_SYSTEM) {
       throw std::system_error(std::error_code(result.system_error, std::system_category()), failure_context(host));
