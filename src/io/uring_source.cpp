@@ -605,6 +605,17 @@ io_slot* claim_home(std::atomic<io_source*>& pointer, io_kind kind, int fd, io_s
   return home;  // another worker re-homed it first
 }
 
+io_source* closed_io_source() noexcept {
+  // Live with no home: claim_home() answers "being torn down". Never destroyed: a socket may close
+  // during static destruction.
+  static io_source* const closed = [] {
+    auto* source = new io_source;
+    source->closing.store(true, std::memory_order_relaxed);
+    return source;
+  }();
+  return closed;
+}
+
 void release_io_source(io_source* source) noexcept {
   if (source->closing.exchange(true, std::memory_order_acq_rel)) {  // before the shutdown below ends its requests
     return;  // released already (a close, then the socket object's destruction)

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <random>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -586,6 +587,53 @@ TYPED_TEST(close_racing_a_read, a_stream_closed_as_a_read_starts_on_another_work
       }
     }
   }());
+}
+
+// A stream's first read starts on a worker as a plain thread closes the stream. On io_uring that read
+// creates the stream's state and registers its file; when the close came first and found no state, the
+// state was created anyway, for the closed socket: the registered file kept the socket open and the
+// read waited forever, and dropping the stream object later shut down whatever socket had taken the
+// number (a user trial). Every round must end the read, and the connection opened next, which takes
+// the number, must still carry data after the old stream object is gone.
+corio::task<std::error_code> first_read(std::shared_ptr<tcp_stream> stream) {
+  std::byte buffer[8];
+  std::error_code error;
+  co_await stream->read_some(buffer, error);
+  co_return error;
+}
+
+corio::task<std::pair<tcp_stream, tcp_stream>> connect_through(tcp_listener& listener) {
+  auto client = co_await tcp_stream::connect(listener.local_endpoint());
+  tcp_stream server = co_await listener.accept();
+  co_return std::pair{std::move(client), std::move(server)};
+}
+
+corio::task<std::string> ping_through(tcp_stream& from, tcp_stream& to) {
+  co_await from.write_all(bytes("ping"));
+  std::string got(4, '\0');
+  co_await corio::with_timeout(5s, to.read_exact(std::as_writable_bytes(std::span(got))));
+  co_return got;
+}
+
+TYPED_TEST(close_racing_a_read, a_first_read_racing_a_close_on_a_plain_thread_ends_and_spares_the_next_socket) {
+  corio::runtime rt(runtime_options(TestFixture::backend, 2));
+  auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
+  std::minstd_rand random(1);
+  for (int round = 0; round < 500; ++round) {
+    auto [client, accepted] = rt.block_on(connect_through(listener));
+    auto server = std::make_shared<tcp_stream>(std::move(accepted));
+    auto reader = rt.spawn(first_read(server));
+    auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(random() % 40);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    server->close();  // on this thread, which runs no loop, as the read starts on a worker
+    std::error_code error = rt.block_on(join_within_5s(std::move(reader)));
+    ASSERT_TRUE(error == std::errc::operation_canceled || error == std::errc::bad_file_descriptor)
+        << "round " << round << ": " << error.message();
+    auto [next_client, next_server] = rt.block_on(connect_through(listener));
+    server.reset();  // the closed stream's object goes while another socket may hold its number
+    ASSERT_EQ(rt.block_on(ping_through(next_client, next_server)), "ping") << "round " << round;
+  }
 }
 
 }  // namespace

@@ -27,6 +27,13 @@
 //   release_io_source() from any thread, once per socket (later calls do nothing): off the owning
 //   thread it only shuts the socket down and marks the source released (an atomic the reactor
 //   reads; uring_source.cpp has the protocol).
+// Closing: the socket's close() and an operation's claim_home() meet on the socket's pointer. A close
+//   that finds no source installs closed_io_source() with a CAS, so no source is created for the
+//   socket after its close; one that finds a source (a CAS that failed) releases it. A source
+//   created after a close found none would have registered the closed socket's file and kept it
+//   open, its read waiting forever, and its later release would have shut down whatever socket had
+//   reused the number by then (a user trial, on a plain thread closing a stream as its first read
+//   started).
 // Rejected: a socket-owned state the reactor points into (closing the socket while the kernel holds
 //   the multishot would leave the reactor a dangling pointer); a map from descriptors to states in the
 //   reactor (a look-up per completion).
@@ -48,6 +55,11 @@ void release_io_source(io_source* source) noexcept;
 void drop_socket_side(io_source* source) noexcept;
 
 class io_slot;
+
+/// What a socket's pointer holds once it was closed with no source: a source that is closing and has
+/// no home, so that claim_home() refuses it and submit_with_source() ends the op -ECANCELED. Never
+/// released or freed.
+io_source* closed_io_source() noexcept;
 
 /// Any thread: the slot whose reactor keeps (or is to adopt) the state behind `pointer`. With no
 /// state yet, creates one homed at `here`; with a state whose reactor is gone, re-homes it at `here`.
@@ -71,15 +83,19 @@ class io_source_ref {
   ~io_source_ref() { reset(); }
 
   /// The socket closes: with operations parked on the source, its reactor ends them with -ECANCELED
-  /// (release()). The pointer stays until reset().
+  /// (release()). The pointer stays until reset(); with no source, it becomes closed_io_source()
+  /// (see "Closing").
   void close() noexcept {
-    if (io_source* source = source_.load(std::memory_order_relaxed)) {
-      release_io_source(source);
+    io_source* source = nullptr;
+    if (!source_.compare_exchange_strong(source, closed_io_source(), std::memory_order_acq_rel,
+                                         std::memory_order_acquire)) {
+      release_io_source(source);  // does nothing for closed_io_source() (closed twice)
     }
   }
   /// Releases the source and lets go of the socket's part of it.
   void reset() noexcept {
-    if (io_source* source = take()) {
+    io_source* source = take();
+    if (source != nullptr && source != closed_io_source()) {
       release_io_source(source);
       drop_socket_side(source);
     }
