@@ -139,8 +139,12 @@ void io_slot::take_handed_off(io_op& op) noexcept {
     return;
   }
   if (reactor_->submit(op)) {
-    op.state.store(io_state::done, std::memory_order_relaxed);
-    deliver(op);
+    // Finished at once, but a deadline's timer on the handing worker may have moved it to
+    // cancel_requested since the CAS above and queued it here: then drain_cancel_requests() delivers
+    // it, exactly once, as turn()'s sink leaves it to do (a plain store delivered it twice).
+    if (op.state.exchange(io_state::done, std::memory_order_acq_rel) != io_state::cancel_requested) {
+      deliver(op);
+    }
     return;
   }
   ++pending_;
