@@ -46,6 +46,9 @@ lookup getaddrinfo_blocking(const std::string& host, std::uint16_t port) {
 // ':', which no IPv6 address has, or a bracketed address followed by ':') fails as a name nobody
 // knows; the hint tells the caller where the port goes instead.
 std::string failure_context(const std::string& host) {
+  if (host.empty()) {
+    return "corio::net::resolve of an empty host name";
+  }
   std::string context = "corio::net::resolve " + host;
   bool one_colon = std::count(host.begin(), host.end(), ':') == 1;
   if (one_colon || (host.starts_with('[') && host.find("]:") != std::string::npos)) {

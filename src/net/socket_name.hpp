@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <string>
 #include <system_error>
 
 #include <corio/detail/socket.hpp>
@@ -23,7 +24,7 @@ inline endpoint socket_name(int fd, bool peer, const char* what) {
 
 /// Calls `call(error)` and throws std::system_error naming `what` if it stored an error.
 template <class Call>
-auto or_throw(const char* what, Call call) {
+auto or_throw(const std::string& what, Call call) {
   std::error_code error;
   auto result = call(error);
   if (error) {

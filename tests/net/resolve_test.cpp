@@ -74,6 +74,13 @@ TEST(resolve, a_failed_lookup_carries_the_resolver_category) {
   EXPECT_FALSE(error.message().empty());
 }
 
+TEST(resolve, an_empty_host_says_so) {
+  corio::runtime rt(corio::test::runtime_options(corio::io_backend::automatic));
+  failure empty = rt.block_on(resolve_failure("", 1));
+  ASSERT_TRUE(empty.code) << "a lookup of an empty name succeeded";
+  EXPECT_NE(empty.message.find("corio::net::resolve of an empty host name"), std::string::npos) << empty.message;
+}
+
 // getaddrinfo and inet_pton read the host as a C string: they would stop at the NUL and answer for the
 // part before it. The host is checked before anything else, so an event loop gets this error too (not
 // the logic_error of a name lookup).

@@ -45,7 +45,8 @@ TEST(tcp_listener_bind, a_port_in_use_is_refused_unless_both_listeners_ask_to_sh
     tcp_listener::bind(taken);
     ADD_FAILURE() << "a second bind to a port in use succeeded";
   } catch (const std::system_error& e) {
-    EXPECT_NE(std::string(e.what()).find("corio::net::tcp_listener::bind"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("corio::net::tcp_listener::bind to " + taken.to_string()), std::string::npos)
+        << e.what();
   }
   corio::net::listen_options shared;
   shared.reuse_port = true;

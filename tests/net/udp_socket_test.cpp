@@ -10,10 +10,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <numeric>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "support/net.hpp"
@@ -135,6 +137,22 @@ TYPED_TEST(udp, several_receivers_on_one_socket_each_get_whole_datagrams) {
 TYPED_TEST(udp, several_receivers_on_one_socket_on_two_workers) {
   corio::runtime rt(runtime_options(TestFixture::backend, 2));
   rt.block_on(share_one_socket(4));
+}
+
+TEST(udp_bind, a_port_in_use_is_refused_with_the_address_in_the_message) {
+  auto first = udp_socket::bind(endpoint::loopback_v4(0));
+  const endpoint taken = first.local_endpoint();
+  std::error_code error;
+  auto second = udp_socket::bind(taken, error);
+  EXPECT_EQ(error, std::error_code(EADDRINUSE, std::system_category())) << error.message();
+  EXPECT_FALSE(second.is_open());
+  try {
+    udp_socket::bind(taken);
+    ADD_FAILURE() << "a second bind to a port in use succeeded";
+  } catch (const std::system_error& e) {
+    EXPECT_NE(std::string(e.what()).find("corio::net::udp_socket::bind to " + taken.to_string()), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
