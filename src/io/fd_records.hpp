@@ -8,33 +8,33 @@
 //   per number whether it registered the socket with its epoll set, and a stale generation tells it
 //   that socket is gone (epoll_reactor.cpp, "The fd table").
 // Watchers: the ids of the reactors that left a request waiting on the number (epoll: an op parked
-//   for readiness; io_uring: the first request in the kernel on it, or the socket's io_source), up to
-//   `watcher_slots` of them: a stream's reader and writer may wait on two workers at once, and a
-//   close must reach both (with one slot, the writer's note hid the reader's, whose read then waited
-//   until something else woke its worker). Each reactor's thread notes itself again each time it
-//   leaves a request waiting: a store into the slot it holds, else a CAS into a free one; with every
-//   slot taken by others it marks the record `crowded` instead. close_socket() takes the mark and each slot (exchanges); it
-//   tells each reactor in a slot, or, if the record was crowded, every live reactor, so none that
-//   waits on the socket is ever left out (a reactor with nothing on the socket finds nothing to end:
-//   epoll has no entry at the closed generation, io_uring's cancel on the duplicate matches no
-//   request). The closing thread's own reactor is skipped (its forget() already ended its
-//   requests); for each other one, the closing thread calls its
+//   for readiness; io_uring: the first request in the kernel on it, or the socket's io_source), up
+//   to `watcher_slots` of them: a stream's reader and writer may wait on two workers at once, and a
+//   close must reach both (with one slot, the writer's note hid the reader's, whose read then
+//   waited until something else woke its worker). Each reactor's thread notes itself again each
+//   time it leaves a request waiting: a store into the slot it holds, else a CAS into a free one;
+//   with every slot taken by others it marks the record `crowded` instead. close_socket() takes the
+//   mark and each slot (exchanges); it tells each reactor in a slot, or, if the record was crowded,
+//   every live reactor, so none that waits on the socket is ever left out (a reactor with nothing
+//   on the socket finds nothing to end: epoll has no entry at the closed generation, io_uring's
+//   cancel on the duplicate matches no request). The closing thread's own reactor is skipped (its
+//   forget() already ended its requests); for each other one, the closing thread calls its
 //   forget_elsewhere() under the registry mutex, before the close, and wakes it: the reactor then
 //   ends its requests on the socket at its next reap (epoll: the waiters of an entry still at the
 //   closed socket's generation; io_uring: an ASYNC_CANCEL on a duplicate of the descriptor taken
-//   before the close, so the cancel names that socket's file whatever the number names later).
-//   A reactor that left no request on the number since it was last cleared is never disturbed.
+//   before the close, so the cancel names that socket's file whatever the number names later). A
+//   reactor that left no request on the number since it was last cleared is never disturbed.
 // Registry: live reactors with their ids, under one mutex, which also guards each reactor's list
 //   of requests from other threads. Touched by reactor construction and destruction, closes that
 //   find a foreign watcher, and reactors taking such requests: never per operation. A reactor leaves
 //   it before it closes its wake-up eventfd, so a close never wakes a destroyed reactor. Ids count
 //   up from 1 (0: no watcher) and are not reused before 2^32 reactors, so a request meant for a
 //   destroyed reactor finds nobody instead of a stranger.
-// Threads: the records are atomics; everything else is under the mutex. Reading a generation to tell a stale registration is relaxed (a
-//   number is reused only after the close that bumped its generation returned). A socket keeps the
-//   generation its number had when it was opened (socket_fd), and each of its operations carries it,
-//   so an operation made before a close and started after it is told from one on the number's next
-//   socket.
+// Threads: the records are atomics; everything else is under the mutex. Reading a generation to
+//   tell a stale registration is relaxed (a number is reused only after the close that bumped its
+//   generation returned). A socket keeps the generation its number had when it was opened
+//   (socket_fd), and each of its operations carries it, so an operation made before a close and
+//   started after it is told from one on the number's next socket.
 // Calls: a reactor thread brackets its system calls on a number (epoll: a submit's attempt, its
 //   epoll_ctl and its watcher note; an event's retries and note) with enter_calls() and leave_calls(),
 //   naming the generation of the socket it means. enter_calls() counts the thread in (seq_cst), then

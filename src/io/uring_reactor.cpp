@@ -251,7 +251,8 @@ void uring_reactor::forget(int fd) noexcept {
   io_uring_sqe* sqe = next_sqe();
   io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);  // matches requests on its registered file too
   io_uring_sqe_set_data64(sqe, ignored_tag);
-  submit_guarded([this] { io_uring_submit(&ring_); });  // now: after the close() that follows, the number names nothing (or another socket)
+  // Now: after the close() that follows, the number names nothing (or another socket).
+  submit_guarded([this] { io_uring_submit(&ring_); });
 }
 
 void uring_reactor::forget_elsewhere(int fd, std::uint32_t) noexcept {
@@ -376,7 +377,7 @@ void uring_reactor::enter_by_number() noexcept {
 }
 
 void uring_reactor::leave_by_number() noexcept {
-  const unsigned taken = io_uring_smp_load_acquire(ring_.sq.khead);  // the kernel's SQ head: entries before it are taken
+  const unsigned taken = io_uring_smp_load_acquire(ring_.sq.khead);  // the kernel took the entries before it
   std::erase_if(by_number_, [taken](by_number_request& each) {
     if (!each.refused) {
       leave_calls(each.record);

@@ -207,7 +207,8 @@ endpoint tcp_stream::peer_endpoint() const {
 // --- tcp_listener ---------------------------------------------------------------------------------
 
 tcp_listener tcp_listener::bind(const endpoint& local, listen_options options) {
-  return or_throw("corio::net::tcp_listener::bind to " + local.to_string(), [&](std::error_code& error) { return bind(local, options, error); });
+  return or_throw("corio::net::tcp_listener::bind to " + local.to_string(),
+                  [&](std::error_code& error) { return bind(local, options, error); });
 }
 
 tcp_listener tcp_listener::bind(const endpoint& local, listen_options options, std::error_code& error) noexcept {

@@ -39,7 +39,8 @@ datagram recv_from_awaiter::await_resume() {
 }  // namespace detail
 
 udp_socket udp_socket::bind(const endpoint& local) {
-  return detail::or_throw("corio::net::udp_socket::bind to " + local.to_string(), [&](std::error_code& error) { return bind(local, error); });
+  return detail::or_throw("corio::net::udp_socket::bind to " + local.to_string(),
+                          [&](std::error_code& error) { return bind(local, error); });
 }
 
 udp_socket udp_socket::bind(const endpoint& local, std::error_code& error) noexcept {
