@@ -77,7 +77,7 @@ corio::task<std::error_code> receive_once(corio::net::udp_socket& socket) {
   co_return error;
 }
 
-/// Opens descriptors on every free number below `number` (closed by the caller), so that the next
+/// Opens descriptors on every free number below `number` (the caller closes them: close_each), so the next
 /// socket takes `number` once it is free.
 std::vector<int> fill_numbers_below(int number) {
   std::vector<int> lower;
@@ -86,6 +86,12 @@ std::vector<int> fill_numbers_below(int number) {
     lower.push_back(fd);
   }
   return lower;
+}
+
+void close_each(const std::vector<int>& descriptors) {
+  for (int fd : descriptors) {
+    ::close(fd);
+  }
 }
 
 TYPED_TEST(close_under_operation, closing_a_stream_ends_its_pending_read_with_operation_canceled) {
@@ -172,9 +178,7 @@ TYPED_TEST(close_under_operation, a_stream_closed_on_another_thread_never_reads_
     std::vector<int> lower = fill_numbers_below(number);
     std::thread([&] { server.close(); }).join();  // a thread with no loop: nothing of ours runs there
     auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
-    for (int fd : lower) {
-      ::close(fd);
-    }
+    close_each(lower);
     EXPECT_EQ(listener.native_handle(), number) << "the descriptor number was not reused; the test proves less";
     auto accepted = corio::spawn([](tcp_listener& on) -> corio::task<tcp_stream> { co_return co_await on.accept(); }(listener));
     co_await corio::sleep_for(20ms);  // the accept waits on the reused number (epoll watches it afresh)
@@ -188,6 +192,13 @@ TYPED_TEST(close_under_operation, a_stream_closed_on_another_thread_never_reads_
     fresh.close();
     co_await std::move(echo);
   });
+}
+
+/// The next datagram `socket` receives, as text (bounded: 5 s).
+corio::task<std::string> next_datagram_text(corio::net::udp_socket& socket) {
+  std::byte received[64];
+  auto datagram = co_await corio::with_timeout(5s, socket.recv_from(received));
+  co_return std::string(reinterpret_cast<const char*>(received), datagram.size);
 }
 
 /// A UDP socket that sent itself a datagram and read it: the loop's reactor exists from then on, so
@@ -217,9 +228,7 @@ TYPED_TEST(close_under_operation, a_receive_made_before_its_socket_closed_never_
     co_await sender.send_to(bytes("for the new socket"), fresh.local_endpoint());
     co_await std::move(stale);
     EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
-    std::byte received[64];
-    auto datagram = co_await corio::with_timeout(5s, fresh.recv_from(received));
-    EXPECT_EQ(std::string(reinterpret_cast<const char*>(received), datagram.size), "for the new socket");
+    EXPECT_EQ(co_await next_datagram_text(fresh), "for the new socket");
   });
 }
 
@@ -257,14 +266,10 @@ TYPED_TEST(close_under_operation, a_receive_prepared_before_a_close_elsewhere_ne
     std::error_code error = co_await corio::with_timeout(5s, std::move(receiver));
     co_await std::move(hold_turn);
     closer.join();
-    for (int fd : lower) {
-      ::close(fd);
-    }
+    close_each(lower);
     EXPECT_EQ(fresh.native_handle(), number) << "the descriptor number was not reused; the test proves less";
     EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
-    std::byte received[64];
-    auto datagram = co_await corio::with_timeout(5s, fresh.recv_from(received));
-    EXPECT_EQ(std::string(reinterpret_cast<const char*>(received), datagram.size), "for the new socket");
+    EXPECT_EQ(co_await next_datagram_text(fresh), "for the new socket");
   });
 }
 
@@ -279,9 +284,7 @@ TYPED_TEST(close_under_operation, a_read_made_before_its_stream_closed_never_tak
     std::vector<int> lower = fill_numbers_below(number);
     server.close();
     auto fresh_client = co_await tcp_stream::connect(listener.local_endpoint());
-    for (int fd : lower) {
-      ::close(fd);
-    }
+    close_each(lower);
     EXPECT_EQ(fresh_client.native_handle(), number) << "the descriptor number was not reused; the test proves less";
     tcp_stream fresh_server = co_await listener.accept();
     co_await fresh_server.write_all(bytes("for the new stream"));
