@@ -86,25 +86,25 @@ struct broadcast_state {
   }
 };
 
+// The awaiter of broadcast_receiver::recv(), made by co_await from a wait_operation whose context
+// is the receiver.
 template <class T>
 class broadcast_recv_awaiter : public waiter {
  public:
-  explicit broadcast_recv_awaiter(broadcast_receiver<T>& receiver) noexcept
-      : waiter(receiver.state_->waiters, &receiver, ops), receiver_(&receiver) {}
+  using waiter::waiter;
   broadcast_result<T> await_resume() {
     waiter::await_resume();
-    broadcast_state<T>& state = *receiver_->state_;
+    auto& receiver = *static_cast<broadcast_receiver<T>*>(context());
+    broadcast_state<T>& state = *receiver.state_;
     std::lock_guard guard(state.waiters.mutex());
-    return *state.take(receiver_->next_);  // ready() held under the lock, and nothing takes it back
+    return *state.take(receiver.next_);  // ready() held under the lock, and nothing takes it back
   }
 
- private:
   static bool ready(void* context) noexcept {  // under the lock
     auto& receiver = *static_cast<broadcast_receiver<T>*>(context);
     return receiver.next_ != receiver.state_->tail || receiver.state_->closed;
   }
   static constexpr operations ops{&ready, nullptr};
-  broadcast_receiver<T>* receiver_;
 };
 
 }  // namespace detail
@@ -214,10 +214,13 @@ class broadcast_receiver {
   /// `co_await rx.recv()` yields the next message (a copy), lagged{n} if n messages were overwritten
   /// before this receiver read them (it then continues with the oldest one kept), or broadcast_closed
   /// once every sender is gone and everything was read. Resumes on the executor it suspended on;
-  /// cancellation throws corio::cancelled and skips nothing.
-  [[nodiscard]] detail::broadcast_recv_awaiter<T> recv() {
-    detail::checked(state_.get(), "broadcast_receiver::recv");
-    return detail::broadcast_recv_awaiter<T>(*this);
+  /// cancellation throws corio::cancelled and skips nothing. The operation is a copyable
+  /// description that does nothing until awaited, so it may be passed to with_timeout or when_any
+  /// (which drops a message that a losing recv had already taken: README, Limitations); the
+  /// receiver must outlive it. corio::select takes channel operations only.
+  [[nodiscard]] detail::wait_operation<detail::broadcast_recv_awaiter<T>> recv() {
+    detail::broadcast_state<T>& state = detail::checked(state_.get(), "broadcast_receiver::recv");
+    return {&state.waiters, this, &detail::broadcast_recv_awaiter<T>::ops};
   }
 
   /// Never suspends: the next result, or nullopt if nothing new has been sent.

@@ -147,6 +147,13 @@ class event_loop final : private detail::executor {
     return sync_wait(std::move(handle));
   }
 
+  /// Runs the task `make()` returns, as above, keeping the callable alive inside it:
+  /// `loop.block_on([&]() -> corio::task<int> { ... })`.
+  template <detail::task_factory F>
+  auto block_on(F&& make) {
+    return block_on(detail::invoke_keeping(std::decay_t<F>(std::forward<F>(make))));
+  }
+
   /// Runs until no coroutine is ready and no posted functor is waiting, then returns without parking.
   /// Coroutines suspended on other events stay suspended. Errors as for run().
   void run_until_idle();

@@ -12,6 +12,7 @@
 
 #include <corio/detail/io_source.hpp>
 #include <corio/errors.hpp>
+#include <corio/net/error.hpp>
 
 #include "io/fd_records.hpp"
 #include "io/io_source_state.hpp"
@@ -427,6 +428,9 @@ bool io_awaiter::check() {
     return true;
   }
   int error = -op_.result;
+  // route() refuses an op with EXDEV when the socket's io_uring state lives in another loop.
+  std::error_code code = error == EXDEV ? make_error_code(net::errc::served_by_another_reactor)
+                                        : std::error_code(error, std::system_category());
   // A deadline that fired (linked, or through cancel_for_deadline) cancels the op too; with_timeout
   // turns that into corio::timed_out, or, in the error_code form, the op stores errc::timed_out and
   // with_timeout returns what it yields (the bytes a whole write sent before the deadline). A stop
@@ -443,19 +447,14 @@ bool io_awaiter::check() {
     if (cancelled_here) {
       *error_ = std::make_error_code(timed_out ? std::errc::timed_out : std::errc::operation_canceled);
     } else {
-      *error_ = std::error_code(error, std::system_category());
+      *error_ = code;
     }
     return false;
   }
   if (cancelled_here) {
     throw cancelled();
   }
-  if (error == EXDEV) {  // route() refused it: the socket's io_uring state lives in another loop
-    throw std::system_error(
-        std::error_code(error, std::system_category()),
-        std::string(what_) + " (the socket is served by another event loop's or runtime's reactor)");
-  }
-  throw std::system_error(std::error_code(error, std::system_category()), what_);
+  throw std::system_error(code, what_);
 }
 
 void io_awaiter::abandoned_in_flight() noexcept {

@@ -36,6 +36,8 @@ class net_error_category final : public std::error_category {
     switch (static_cast<errc>(value)) {
       case errc::end_of_stream:
         return "end of stream (the peer closed the connection)";
+      case errc::served_by_another_reactor:
+        return "the socket is served by another event loop's or runtime's io_uring reactor";
     }
     return "unknown corio.net error";
   }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <netdb.h>
 
+#include <cerrno>
 #include <string>
 #include <system_error>
 
@@ -17,6 +18,15 @@ TEST(net_error, end_of_stream_is_an_error_code_of_the_corio_net_category) {
   EXPECT_NE(code.message().find("end of stream"), std::string::npos) << code.message();
   EXPECT_EQ(code, corio::net::make_error_code(corio::net::errc::end_of_stream));
   EXPECT_NE(code, std::error_code(1, std::system_category()));
+}
+
+TEST(net_error, served_by_another_reactor_names_the_reactor_and_is_not_an_errno) {
+  std::error_code code = corio::net::errc::served_by_another_reactor;
+  EXPECT_EQ(&code.category(), &corio::net::net_category());
+  EXPECT_NE(code.message().find("served by another event loop's or runtime's io_uring reactor"), std::string::npos)
+      << code.message();
+  EXPECT_NE(code, std::error_code(EXDEV, std::system_category()));
+  EXPECT_NE(code, corio::net::errc::end_of_stream);
 }
 
 TEST(net_error, resolver_errors_read_as_gai_strerror) {

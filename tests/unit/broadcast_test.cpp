@@ -1,9 +1,15 @@
 #include <corio/broadcast.hpp>
+#include <corio/errors.hpp>
+#include <corio/event.hpp>
 #include <corio/event_loop.hpp>
 #include <corio/task.hpp>
+#include <corio/time.hpp>
+#include <corio/when_any.hpp>
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 #include <variant>
@@ -81,6 +87,51 @@ TEST(broadcast, receivers_drain_then_see_closed_when_the_last_sender_goes) {
   EXPECT_EQ(rx.try_recv(), result(1));
   EXPECT_EQ(rx.try_recv(), result(2));
   EXPECT_EQ(rx.try_recv(), result(corio::broadcast_closed{}));
+}
+
+TEST(broadcast, recv_goes_into_when_any_and_a_recv_cancelled_while_waiting_skips_nothing) {
+  auto [tx, rx] = corio::broadcast<int>(8);
+  corio::event loser_wins;
+  corio::event_loop loop;
+  std::vector<std::size_t> winners;
+  std::vector<int> got;
+  loop.spawn([](corio::broadcast_receiver<int>& rx, corio::event& other, std::vector<std::size_t>& winners,
+                std::vector<int>& got) -> corio::task<void> {
+    auto first = co_await corio::when_any(other.wait(), rx.recv());  // the event wins: no message yet
+    winners.push_back(first.index());
+    auto second = co_await corio::when_any(other.wait(), rx.recv());  // the event is still set
+    winners.push_back(second.index());
+    for (int i = 0; i < 2; ++i) {
+      auto r = co_await rx.recv();  // the message sent meanwhile was not taken by the losers
+      got.push_back(std::get<int>(r));
+    }
+  }(rx, loser_wins, winners, got));
+  loop.run_until_idle();
+  EXPECT_TRUE(winners.empty());
+  loser_wins.set();
+  EXPECT_TRUE(tx.send(7));
+  EXPECT_TRUE(tx.send(8));
+  loop.run_until_idle();
+  EXPECT_EQ(winners, (std::vector<std::size_t>{0, 0}));
+  EXPECT_EQ(got, (std::vector<int>{7, 8}));
+}
+
+TEST(broadcast, recv_under_with_timeout_times_out_then_reads_what_comes_later) {
+  auto [tx, rx] = corio::broadcast<int>(8);
+  corio::event_loop loop;
+  int value = loop.block_on([&]() -> corio::task<int> {
+    bool timed_out = false;
+    try {
+      (void)co_await corio::with_timeout(std::chrono::milliseconds(5), rx.recv());
+    } catch (const corio::timed_out&) {
+      timed_out = true;
+    }
+    EXPECT_TRUE(timed_out);
+    EXPECT_TRUE(tx.send(42));
+    auto r = co_await corio::with_timeout(std::chrono::seconds(10), rx.recv());
+    co_return std::get<int>(r);
+  });
+  EXPECT_EQ(value, 42);
 }
 
 TEST(broadcast, misuse_is_reported) {

@@ -190,6 +190,24 @@ TEST(event_loop, block_on_runs_the_loop_until_its_task_finishes_and_returns_its_
                std::domain_error);
 }
 
+TEST(event_loop, block_on_a_callable_keeps_its_captures_alive_until_the_task_finishes) {
+  corio::event_loop loop;
+  std::vector<int> seen;
+  auto values = std::make_shared<std::vector<int>>(std::vector<int>{1, 2, 3});
+  int sum = loop.block_on([values, &seen]() -> corio::task<int> {
+    int total = 0;
+    for (int value : *values) {
+      co_await corio::yield();  // the lambda object must outlive this suspension
+      seen.push_back(value);
+      total += value;
+    }
+    co_return total;
+  });
+  EXPECT_EQ(sum, 6);
+  EXPECT_EQ(seen, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(values.use_count(), 1);  // the task's copy of the lambda is gone with it
+}
+
 TEST(event_loop, block_on_a_task_the_loop_is_stopped_under_throws_loop_stopped) {
   corio::event_loop loop;
   auto stops_its_loop = [](corio::event_loop& l) -> corio::task<int> {

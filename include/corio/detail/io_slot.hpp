@@ -32,8 +32,8 @@
 //   creates the state homed here on a socket's first such operation, with a CAS, so several tasks on
 //   several workers accepting on one listener at once agree on one home. An exclusive slot (every
 //   task its executor resumes runs on its thread: an event loop, the worker of a one-worker runtime)
-//   serves a socket homed elsewhere with -EXDEV, as before. In a runtime of several workers tasks are
-//   stolen between threads, so an accept or read on a socket homed at another worker of the same
+//   serves a socket homed elsewhere with -EXDEV (reported as net::errc::served_by_another_reactor).
+//   In a runtime of several workers tasks are stolen between threads, so an accept or read on a socket homed at another worker of the same
 //   runtime is handed off to that worker's slot (hand_off(): a Treiber stack `handed_`, pushed with a
 //   seq_cst CAS, then unpark_if_parked(), the same Dekker pair as the cancel queue); that slot takes
 //   it at its next turn (take_handed_off(): CAS queued -> in_flight, submit, register the op's stop

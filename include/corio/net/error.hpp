@@ -10,6 +10,9 @@ namespace corio::net {
 enum class errc {
   /// read_exact: the peer closed the stream before the buffer was full.
   end_of_stream = 1,
+  /// An accept or read from an event loop or runtime other than the one whose io_uring reactor
+  /// serves the socket (its multishot request there, or its registered file, would take the data).
+  served_by_another_reactor = 2,
 };
 
 const std::error_category& net_category() noexcept;

@@ -43,7 +43,8 @@ class accept_awaiter : public corio::detail::accept_fd_awaiter {
 /// kernel's backlog holds the rest). Its state lives in the reactor of the thread that accepted
 /// first; on a runtime of several workers, an accept from a task on another worker is handed to
 /// that worker, and the task resumes there. An accept from another event loop or runtime while that
-/// state lives fails with EXDEV (the multishot accept there would take its connections).
+/// state lives fails with corio::net::errc::served_by_another_reactor (the multishot accept there
+/// would take its connections).
 ///
 ///     auto listener = corio::net::tcp_listener::bind(corio::net::endpoint::loopback_v4(0));
 ///     auto port = listener.local_endpoint().port();              // the ephemeral port chosen
