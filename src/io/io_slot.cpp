@@ -181,7 +181,7 @@ io_slot* io_slot::route(io_op& op) {
     op.source = nullptr;  // homed elsewhere, or none: its state is read on its home's thread only
     return this;
   }
-  io_slot* home = claim_home(*op.source, op.kind, op.fd, *this);
+  io_slot* home = claim_home(*op.source, op.kind, {op.fd, op.generation}, *this);
   if (home == this) {
     return this;
   }

@@ -24,6 +24,7 @@ struct io_source {
 
   io_kind kind = io_kind::recv;
   int fd = -1;
+  std::uint32_t generation = 0;  // the socket's (socket_id): a multishot prepared on its number names it
   uring_reactor* owner = nullptr;
   std::atomic<io_slot*> slot{nullptr};  // the home: the slot the owner serves (claim_home; io_source.hpp)
   std::atomic<life> state{life::live};

@@ -65,10 +65,12 @@
 // Requests that name a descriptor number (not a registered file): the kernel looks the number up when
 //   it takes the request, at the next submission, which may come a whole loop turn after the request
 //   was prepared; a close on another thread in between could let it reach the socket that reused the
-//   number. Each such request is listed (by_number_, with its SQ position) when prepared, and every
-//   submission runs inside the enter_calls() bracket of their numbers (fd_records.hpp, "Calls";
-//   submit_guarded): a request whose socket was closed since its op was made becomes a NOP tagged
-//   refused_tag, reported -ECANCELED; a close that comes later waits until the kernel has taken the
+//   number. Each such request (an op's, or the multishot a source arms: a listener's accept, a recv
+//   without a registered file, named by the generation the source was made with) is listed
+//   (by_number_, with its SQ position) when prepared, and every submission runs inside the
+//   enter_calls() bracket of their numbers (fd_records.hpp, "Calls"; submit_guarded): a request whose
+//   socket was closed since its op (or source) was made becomes a NOP tagged refused_tag, reported
+//   -ECANCELED (to the source as a multishot's last CQE); a close that comes later waits until the kernel has taken the
 //   file (the look-up happens in io_uring_enter, since these requests are issued inline: the op heads
 //   its link, and nothing here asks for IOSQE_ASYNC). A reap that would wait submits them first on
 //   their own, so no bracket spans the wait: one more io_uring_enter on the turns that prepared such
@@ -105,7 +107,8 @@ constexpr unsigned cq_entries = 8192;
 constexpr std::uint64_t ignored_tag = 0;
 constexpr std::uint64_t wake_tag = 1;
 constexpr std::uint64_t link_timeout_tag = 4;  // | an op's address: the CQE of its linked timeout
-// | an op's address (never equal to wake_tag): a NOP in place of a request on a closed socket's number
+// | an op's address or a source's tag (never equal to wake_tag): a NOP in place of a request on a
+// closed socket's number
 constexpr std::uint64_t refused_tag = 1;
 
 int setup_ring(io_uring& ring, bool thread_bound) noexcept {
@@ -210,7 +213,7 @@ void uring_reactor::prep_single(io_op& op, bool poll_first) noexcept {
     hold(op, source);
   }
   if ((sqe->flags & IOSQE_FIXED_FILE) == 0) {
-    list_by_number(sqe, op);
+    list_by_number(sqe, {op.fd, op.generation});
   }
   if (poll_first) {
     sqe->ioprio |= IORING_RECVSEND_POLL_FIRST;
@@ -351,9 +354,9 @@ io_uring_sqe* uring_reactor::next_sqe(unsigned room) noexcept {
   return io_uring_get_sqe(&ring_);
 }
 
-void uring_reactor::list_by_number(io_uring_sqe* sqe, io_op& op) noexcept {
+void uring_reactor::list_by_number(io_uring_sqe* sqe, socket_id socket) noexcept {
   try {
-    by_number_.push_back({sqe, &op, ring_.sq.sqe_tail - 1});  // the SQE next_sqe() just handed out
+    by_number_.push_back({sqe, socket, ring_.sq.sqe_tail - 1});
   } catch (const std::bad_alloc&) {  // unguarded, as every request was before the list existed
   }
 }
@@ -363,8 +366,8 @@ void uring_reactor::enter_by_number() noexcept {
     if (each.refused) {
       continue;  // a NOP already, left in the SQ by a submission that failed
     }
-    each.record = record_of(each.op->fd, false);
-    if (!enter_calls(each.record, each.op->generation)) {
+    each.record = record_of(each.socket.fd, false);
+    if (!enter_calls(each.record, each.socket.generation)) {
       const std::uint64_t tag = each.sqe->user_data;
       const auto link = static_cast<std::uint8_t>(each.sqe->flags & IOSQE_IO_LINK);  // its linked timeout follows
       io_uring_prep_nop(each.sqe);
@@ -425,8 +428,13 @@ void uring_reactor::report_completions(completion_sink sink, std::size_t limit) 
       continue;
     }
     if ((tag & uring_source_tag) != 0) {
-      auto* source = reinterpret_cast<io_source*>(static_cast<std::uintptr_t>(tag & ~uring_source_tag));
-      on_source_completion(*source, cqe->res, cqe->flags, sink);
+      const std::uint64_t address = tag & ~(uring_source_tag | refused_tag);
+      auto* source = reinterpret_cast<io_source*>(static_cast<std::uintptr_t>(address));
+      if ((tag & refused_tag) != 0) {
+        on_source_completion(*source, -ECANCELED, 0, sink);  // a multishot never armed: the socket had closed
+      } else {
+        on_source_completion(*source, cqe->res, cqe->flags, sink);
+      }
       continue;
     }
     auto* op = reinterpret_cast<io_op*>(static_cast<std::uintptr_t>(tag & ~(link_timeout_tag | refused_tag)));

@@ -70,8 +70,9 @@ class uring_reactor final : public reactor {
     }
   }
   void count_in_kernel_slow(int fd, int change) noexcept;
-  /// prep_single: `sqe` names `op`'s descriptor number (see "Requests that name a descriptor number").
-  void list_by_number(io_uring_sqe* sqe, io_op& op) noexcept;
+  /// prep_single, arm: the SQE next_sqe() just handed out names `socket`'s descriptor number (see
+  /// "Requests that name a descriptor number").
+  void list_by_number(io_uring_sqe* sqe, socket_id socket) noexcept;
   /// Runs `submit` (one of liburing's submissions) inside the enter_calls() brackets of the listed
   /// requests, refusing those whose socket was closed since their op was made.
   template <class Submit>
@@ -152,7 +153,7 @@ class uring_reactor final : public reactor {
   requests_from_closes<closed_socket> closed_elsewhere_;  // sockets closed on other threads
   struct by_number_request {
     io_uring_sqe* sqe;
-    io_op* op;
+    socket_id socket;               // the socket the request means
     unsigned position;              // in the SQ's running count (the kernel has taken it once its head passes)
     fd_record* record = nullptr;    // entered, during a submission
     bool refused = false;           // made a NOP: never entered again

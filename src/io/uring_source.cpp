@@ -311,6 +311,9 @@ void uring_reactor::arm(io_source& source) noexcept {
   } else {
     io_uring_prep_multishot_accept(sqe, source.fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
   }
+  if ((sqe->flags & IOSQE_FIXED_FILE) == 0) {
+    list_by_number(sqe, {source.fd, source.generation});
+  }
   io_uring_sqe_set_data64(sqe, tag_of(source));
   source.armed = true;
   ++armed_;
@@ -579,12 +582,13 @@ std::int32_t uring_reactor::end_held(io_op& op, std::int32_t result) noexcept {
   return result;
 }
 
-io_slot* claim_home(std::atomic<io_source*>& pointer, io_kind kind, int fd, io_slot& here) {
+io_slot* claim_home(std::atomic<io_source*>& pointer, io_kind kind, socket_id socket, io_slot& here) {
   io_source* source = pointer.load(std::memory_order_acquire);
   if (source == nullptr) {
     auto* created = new io_source;
     created->kind = kind;
-    created->fd = fd;
+    created->fd = socket.fd;
+    created->generation = socket.generation;
     created->slot.store(&here, std::memory_order_relaxed);
     created->state.store(io_source::life::orphaned, std::memory_order_relaxed);  // no reactor keeps it yet
     if (pointer.compare_exchange_strong(source, created, std::memory_order_acq_rel, std::memory_order_acquire)) {

@@ -15,6 +15,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -270,6 +271,57 @@ TYPED_TEST(close_under_operation, a_receive_prepared_before_a_close_elsewhere_ne
     EXPECT_EQ(fresh.native_handle(), number) << "the descriptor number was not reused; the test proves less";
     EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
     EXPECT_EQ(co_await next_datagram_text(fresh), "for the new socket");
+  });
+}
+
+// The same for a listener's first accept, whose multishot accept (io_uring) names the listener's number
+// too: the new listener on that number keeps the connection made to it. Before, the old listener's
+// multishot accept took it from the new one and closed it.
+TYPED_TEST(close_under_operation, an_accept_prepared_before_a_close_elsewhere_never_takes_the_next_listener_s_connection) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto old_listener = tcp_listener::bind(endpoint::loopback_v4(0));
+    const int number = old_listener.native_handle();
+    std::vector<int> lower = fill_numbers_below(number);
+    tcp_listener fresh;
+    int client = -1;
+    std::atomic<int> stage{0};  // 1: the accept is prepared; 2: the new listener on the number has a connection
+    std::thread closer([&] {
+      while (stage.load() != 1) {
+        std::this_thread::yield();
+      }
+      old_listener.close();
+      fresh = tcp_listener::bind(endpoint::loopback_v4(0));
+      client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      endpoint to = fresh.local_endpoint();
+      EXPECT_EQ(::connect(client, to.data(), to.size()), 0);  // in the backlog, waiting for an accept
+      EXPECT_EQ(::send(client, "for the new listener", 20, MSG_NOSIGNAL), 20);
+      stage.store(2);
+    });
+    auto acceptor = corio::spawn(accept_once(old_listener));
+    auto hold_turn = corio::spawn([](std::atomic<int>& at) -> corio::task<void> {
+      at.store(1);
+      auto give_up = std::chrono::steady_clock::now() + 5s;
+      while (at.load() != 2 && std::chrono::steady_clock::now() < give_up) {
+      }
+      co_return;
+    }(stage));
+    std::error_code error = co_await corio::with_timeout(5s, std::move(acceptor));
+    co_await std::move(hold_turn);
+    closer.join();
+    close_each(lower);
+    EXPECT_EQ(fresh.native_handle(), number) << "the descriptor number was not reused; the test proves less";
+    EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
+    std::error_code accept_error;
+    auto accept = fresh.accept(accept_error);
+    tcp_stream accepted = co_await corio::with_timeout(2s, std::move(accept));
+    if (accept_error) {
+      ADD_FAILURE() << "the new listener lost its connection: " << accept_error.message();
+    } else {
+      std::string input(20, '\0');
+      co_await corio::with_timeout(5s, accepted.read_exact(std::as_writable_bytes(std::span(input))));
+      EXPECT_EQ(input, "for the new listener");
+    }
+    ::close(client);
   });
 }
 

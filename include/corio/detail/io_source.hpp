@@ -63,9 +63,9 @@ io_source* closed_io_source() noexcept;
 
 /// Any thread: the slot whose reactor keeps (or is to adopt) the state behind `pointer`. With no
 /// state yet, creates one homed at `here`; with a state whose reactor is gone, re-homes it at `here`.
-/// `kind` and `fd` describe the socket. Null: the home reactor is being torn down (its executor is
+/// `kind` and `socket` describe the socket. Null: the home reactor is being torn down (its executor is
 /// shutting down); the operation cannot be served.
-io_slot* claim_home(std::atomic<io_source*>& pointer, io_kind kind, int fd, io_slot& here);
+io_slot* claim_home(std::atomic<io_source*>& pointer, io_kind kind, socket_id socket, io_slot& here);
 
 /// Owns the io_source pointer of one socket (null until an io_uring reactor creates it), and the
 /// socket's part of the source (see "Lifetime"). Move-only.
