@@ -35,7 +35,7 @@
 //   timeout is absolute (IORING_TIMEOUT_ABS on the timeouts' default clock, CLOCK_MONOTONIC), so
 //   each re-issue of a whole transfer carries the same deadline, and its timespec lives in the op,
 //   whose frame outlives the submission (the kernel copies it when it prepares the SQE). The timeout's
-//   CQE carries the op's address | link_timeout_tag, and the op is reported (or re-issued) only once
+//   CQE carries the op's address | canceller_tag, and the op is reported (or re-issued) only once
 //   both CQEs of its pair are in (io_op::cqes_due): a timeout that fires as the op completes cancels
 //   by the op's user_data from task work that may run after the task issued its next request with
 //   the same address, which it would then cancel (tests/net/linked_timeout_test.cpp, "racing");
@@ -44,9 +44,18 @@
 //   cancels the op, whose CQE says -ECANCELED while its state is still in_flight, and the awaiter
 //   reads that as the deadline); an ASYNC_CANCEL for the op (outer cancellation) takes both.
 //   Shutdown's ASYNC_CANCEL_ANY ends the timeouts along with everything else.
-// Cancellation: cancel() queues IORING_OP_ASYNC_CANCEL for the op's address; the op then completes
-//   with -ECANCELED (or with its real result if it won the race) and the buffer it names stays valid
-//   because its frame stays suspended until that completion is reported.
+// Cancellation: cancel() queues IORING_OP_ASYNC_CANCEL for the op's address, whose CQE also carries
+//   the op's address | canceller_tag and counts in cqes_due; the op then completes with -ECANCELED (or
+//   with its real result if it won the race) and the buffer it names stays valid because its frame
+//   stays suspended until that completion is reported.
+// A canceller that misses: the kernel cancels by looking the op up among its waiting requests, and an
+//   op whose poll was just woken (several ops on one socket, one datagram or connection waking them
+//   all: one takes it, the others re-arm) can be in none of them for a moment. A linked timeout that
+//   fires then completes -ENOENT and the op stays in the kernel with no deadline left (a receive
+//   waited until the next datagram; a user trial's accept loop hung for good). So a canceller's CQE
+//   (a linked timeout's or an ASYNC_CANCEL's) that says -ENOENT before the op's own CQE arrived sends
+//   another ASYNC_CANCEL in its place, whose CQE takes over the count, until one finds the op or the
+//   op's CQE is in; each round trip is one submission, and the op keeps its frame until the last.
 // A socket closed under requests the kernel holds (forget(), from close_socket on the owning
 //   thread, just before the close): one ASYNC_CANCEL keyed on the descriptor (CANCEL_FD | ALL; the
 //   kernel compares files, so requests on the socket's registered file match too), submitted at once,
@@ -106,7 +115,8 @@ constexpr unsigned sq_entries = 256;
 constexpr unsigned cq_entries = 8192;
 constexpr std::uint64_t ignored_tag = 0;
 constexpr std::uint64_t wake_tag = 1;
-constexpr std::uint64_t link_timeout_tag = 4;  // | an op's address: the CQE of its linked timeout
+// | an op's address: the CQE of a request that cancels the op (its linked timeout, or an ASYNC_CANCEL)
+constexpr std::uint64_t canceller_tag = 4;
 // | an op's address or a source's tag (never equal to wake_tag): a NOP in place of a request on a
 // closed socket's number
 constexpr std::uint64_t refused_tag = 1;
@@ -220,11 +230,12 @@ void uring_reactor::prep_single(io_op& op, bool poll_first) noexcept {
   }
   io_uring_sqe_set_data64(sqe, reinterpret_cast<std::uintptr_t>(&op));
   op.cqes_due = 1;
+  op.answered = false;
   if (op.link_deadline) {
     sqe->flags |= IOSQE_IO_LINK;
     io_uring_sqe* timeout = io_uring_get_sqe(&ring_);  // reserved above: the SQ is not flushed in between
     io_uring_prep_link_timeout(timeout, &op.deadline, IORING_TIMEOUT_ABS);
-    io_uring_sqe_set_data64(timeout, reinterpret_cast<std::uintptr_t>(&op) | link_timeout_tag);
+    io_uring_sqe_set_data64(timeout, reinterpret_cast<std::uintptr_t>(&op) | canceller_tag);
     op.cqes_due = 2;
     ++linked_timeouts_;
   }
@@ -289,9 +300,14 @@ void uring_reactor::cancel(io_op& op) noexcept {
   if (cancel_parked(op)) {
     return;  // it waited on its source's queue, not in the kernel
   }
+  ++op.cqes_due;
+  send_cancel(op);
+}
+
+void uring_reactor::send_cancel(io_op& op) noexcept {
   io_uring_sqe* sqe = next_sqe();
   io_uring_prep_cancel64(sqe, reinterpret_cast<std::uintptr_t>(&op), 0);
-  io_uring_sqe_set_data64(sqe, ignored_tag);
+  io_uring_sqe_set_data64(sqe, reinterpret_cast<std::uintptr_t>(&op) | canceller_tag);
 }
 
 void uring_reactor::reap(completion_sink sink, std::optional<std::chrono::nanoseconds> timeout, std::size_t limit) noexcept {
@@ -437,11 +453,15 @@ void uring_reactor::report_completions(completion_sink sink, std::size_t limit) 
       }
       continue;
     }
-    auto* op = reinterpret_cast<io_op*>(static_cast<std::uintptr_t>(tag & ~(link_timeout_tag | refused_tag)));
-    if ((tag & link_timeout_tag) == 0) {
+    auto* op = reinterpret_cast<io_op*>(static_cast<std::uintptr_t>(tag & ~(canceller_tag | refused_tag)));
+    if ((tag & canceller_tag) == 0) {
+      op->answered = true;
       count_in_kernel(op->fd, -1);
       std::int32_t result = (tag & refused_tag) != 0 ? -ECANCELED : cqe->res;
       op->result = op->held_on != nullptr ? end_held(*op, result) : result;
+    } else if (cqe->res == -ENOENT && !op->answered) {
+      send_cancel(*op);  // it missed the op (see "A canceller that misses"): another takes its place
+      continue;
     }
     if (--op->cqes_due == 0) {
       finish(*op, sink);

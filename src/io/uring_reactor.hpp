@@ -73,6 +73,8 @@ class uring_reactor final : public reactor {
   /// prep_single, arm: the SQE next_sqe() just handed out names `socket`'s descriptor number (see
   /// "Requests that name a descriptor number").
   void list_by_number(io_uring_sqe* sqe, socket_id socket) noexcept;
+  /// Queues an ASYNC_CANCEL for `op` whose CQE carries its address (counted in its cqes_due by the caller).
+  void send_cancel(io_op& op) noexcept;
   /// Runs `submit` (one of liburing's submissions) inside the enter_calls() brackets of the listed
   /// requests, refusing those whose socket was closed since their op was made.
   template <class Submit>

@@ -3,6 +3,7 @@
 // multishot reads and epoll keep the timer. The behaviour must be the same either way, and the tests
 // that name a path check the reactor's count of linked timeouts, so a silent fall back cannot pass.
 #include <corio/detail/io_slot.hpp>
+#include <corio/errors.hpp>
 #include <corio/event_loop.hpp>
 #include <corio/join_handle.hpp>
 #include <corio/net/tcp_listener.hpp>
@@ -13,11 +14,14 @@
 #include <corio/when_all.hpp>
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <numeric>
+#include <random>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -243,6 +247,53 @@ TYPED_TEST(linked_timeout, more_linked_pairs_than_the_submission_queue_holds_all
     }
     std::vector<int> results = co_await corio::with_timeout(10s, corio::when_all(std::move(all)));
     EXPECT_EQ(std::accumulate(results.begin(), results.end(), 0), count);
+  });
+}
+
+corio::task<void> receive_within(udp_socket& socket, std::chrono::microseconds deadline) {
+  std::byte buffer[64];
+  std::error_code error;
+  co_await corio::with_timeout(deadline, socket.recv_from(buffer, error));
+}
+
+// Several receives wait on one socket and a datagram wakes them all: one takes it, and the kernel
+// re-arms the others' polls. A linked timeout that fires in that window cancels nothing (its CQE says
+// ENOENT) and, left there, the receive waited in the kernel with no deadline until the next datagram
+// (a user trial's accept loop, which has the same shape, hung for good). Each round's receives must
+// all end near their deadlines; one that outlives them by seconds is cut short by the outer timeout
+// and counted.
+TYPED_TEST(linked_timeout, receives_woken_together_near_their_deadlines_all_end) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto socket = udp_socket::bind(endpoint::loopback_v4(0));
+    const endpoint to = socket.local_endpoint();
+    const int sender = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    std::minstd_rand random(7);
+    int outlived = 0;
+    int rounds = 0;
+    for (; rounds < 400 && outlived == 0; ++rounds) {
+      std::vector<corio::join_handle<void>> receivers;
+      for (int i = 0; i < 8; ++i) {
+        receivers.push_back(corio::spawn(receive_within(socket, std::chrono::microseconds(10 + random() % 150))));
+      }
+      const auto send_at = std::chrono::steady_clock::now() + std::chrono::microseconds(random() % 150);
+      std::thread send([&] {
+        while (std::chrono::steady_clock::now() < send_at) {
+        }
+        for (int k = 0; k < 3; ++k) {
+          ::sendto(sender, "x", 1, 0, to.data(), to.size());
+        }
+      });
+      for (auto& receiver : receivers) {
+        try {
+          co_await corio::with_timeout(2s, std::move(receiver));
+        } catch (const corio::timed_out&) {
+          ++outlived;
+        }
+      }
+      send.join();
+    }
+    ::close(sender);
+    EXPECT_EQ(outlived, 0) << "a receive outlived its deadline by seconds (round " << rounds << ")";
   });
 }
 

@@ -154,8 +154,11 @@ struct io_op : io_request {
   /// re-issues of a whole transfer included, carries a linked timeout at `deadline`, an absolute
   /// CLOCK_MONOTONIC time (std::chrono::steady_clock's epoch), read by the kernel at submission.
   bool link_deadline = false;
-  /// io_uring: CQEs still due for the op's request, 2 for a linked pair (the op waits for both).
+  /// io_uring: CQEs still due for the op's request, one more for its linked timeout and for each
+  /// ASYNC_CANCEL sent for it (the op waits for all of them).
   std::uint8_t cqes_due = 0;
+  /// io_uring: the CQE of the op's request itself has arrived (its cancellers' may still be due).
+  bool answered = false;
   __kernel_timespec deadline{};
 
   /// Reactor thread, after a whole transfer's syscall or completion returned `result`: counts the
