@@ -75,16 +75,16 @@
 //   it takes the request, at the next submission, which may come a whole loop turn after the request
 //   was prepared; a close on another thread in between could let it reach the socket that reused the
 //   number. Each such request (an op's, or the multishot a source arms: a listener's accept, a recv
-//   without a registered file, named by the generation the source was made with) is listed
-//   (by_number_, with its SQ position) when prepared, and every submission runs inside the
-//   enter_calls() bracket of their numbers (fd_records.hpp, "Calls"; submit_guarded): a request whose
-//   socket was closed since its op (or source) was made becomes a NOP tagged refused_tag, reported
-//   -ECANCELED (to the source as a multishot's last CQE); a close that comes later waits until the kernel has taken the
-//   file (the look-up happens in io_uring_enter, since these requests are issued inline: the op heads
-//   its link, and nothing here asks for IOSQE_ASYNC). A reap that would wait submits them first on
-//   their own, so no bracket spans the wait: one more io_uring_enter on the turns that prepared such
-//   requests and then sleep; the echo's registered-file requests never pay it. Entries the kernel did
-//   not take (a submission that failed) stay listed for the next one.
+//   without a registered file, named by the generation the source was made with) is listed (by_number_,
+//   with its SQ position) when prepared, and every submission runs inside the enter_calls() bracket of
+//   their numbers (fd_records.hpp, "Calls"; submit_guarded): a request whose socket was closed since
+//   its op (or source) was made becomes a NOP tagged refused_tag, reported -ECANCELED (to the source as
+//   a multishot's last CQE); a close that comes later waits until the kernel has taken the file (the
+//   look-up happens in io_uring_enter, since these requests are issued inline: the op heads its link,
+//   and nothing here asks for IOSQE_ASYNC). A reap that would wait submits them first on their own, so
+//   no bracket spans the wait: one more io_uring_enter on the turns that prepared such requests and
+//   then sleep; the echo's registered-file requests never pay it. Entries the kernel did not take (a
+//   submission that failed) stay listed for the next one.
 // Shutdown (cancel_all_and_reap), in order:
 //   0. complete every op parked on a source's queue with -ECANCELED (no kernel request holds it);
 //   1. queue ASYNC_CANCEL_ANY (every request of this ring, the wake read and multishots included);

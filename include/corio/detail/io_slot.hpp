@@ -32,19 +32,19 @@
 //   creates the state homed here on a socket's first such operation, with a CAS, so several tasks on
 //   several workers accepting on one listener at once agree on one home. An exclusive slot (every
 //   task its executor resumes runs on its thread: an event loop, the worker of a one-worker runtime)
-//   serves a socket homed elsewhere with -EXDEV (reported as net::errc::served_by_another_reactor).
-//   In a runtime of several workers tasks are stolen between threads, so an accept or read on a socket homed at another worker of the same
-//   runtime is handed off to that worker's slot (hand_off(): a Treiber stack `handed_`, pushed with a
-//   seq_cst CAS, then unpark_if_parked(), the same Dekker pair as the cancel queue); that slot takes
-//   it at its next turn (take_handed_off(): CAS queued -> in_flight, submit, register the op's stop
-//   callback) and schedules the task when it finishes, from its own thread, so the task moves to the
-//   socket's home worker and its next operations there are local. A send uses its stream's state
-//   (its registered file) on the home's thread only, and goes out on the descriptor elsewhere (a
-//   stream's writer may run on another worker while the home reads the state). A socket homed in
-//   another executor's reactor is served single-shot, unless its home keeps a multishot request on
-//   it for the op's kind (accepts; reads with CORIO_URING_MULTISHOT=all), which would take what the
-//   single-shot op waits for: that gets -EXDEV, as on an exclusive slot. One whose home is shutting
-//   down gets -ECANCELED.
+//   serves a socket homed elsewhere with -EXDEV (reported as net::errc::served_by_another_reactor). In
+//   a runtime of several workers tasks are stolen between threads, so an accept or read on a socket
+//   homed at another worker of the same runtime is handed off to that worker's slot (hand_off(): a
+//   Treiber stack `handed_`, pushed with a seq_cst CAS, then unpark_if_parked(), the same Dekker pair
+//   as the cancel queue); that slot takes it at its next turn (take_handed_off(): CAS queued ->
+//   in_flight, submit, register the op's stop callback) and schedules the task when it finishes, from
+//   its own thread, so the task moves to the socket's home worker and its next operations there are
+//   local. A send uses its stream's state (its registered file) on the home's thread only, and goes out
+//   on the descriptor elsewhere (a stream's writer may run on another worker while the home reads the
+//   state). A socket homed in another executor's reactor is served single-shot, unless its home keeps a
+//   multishot request on it for the op's kind (accepts; reads with CORIO_URING_MULTISHOT=all), which
+//   would take what the single-shot op waits for: that gets -EXDEV, as on an exclusive slot. One whose
+//   home is shutting down gets -ECANCELED.
 //   Hand-off queue shutdown: shutdown() swaps in a closed marker; a hand-off that finds it finishes
 //   the op at once with -ECANCELED (the home worker is gone); ops taken by the swap are marked done,
 //   not scheduled, like every op in flight at shutdown (their frames are destroyed next).
