@@ -297,8 +297,8 @@ void uring_reactor::cancel_closed_elsewhere() noexcept {
 }
 
 void uring_reactor::cancel(io_op& op) noexcept {
-  if (cancel_parked(op)) {
-    return;  // it waited on its source's queue, not in the kernel
+  if (cancel_parked(op) || op.cqes_due == 0) {
+    return;  // it waited on its source's queue, or its source's release finished it: not in the kernel
   }
   ++op.cqes_due;
   send_cancel(op);

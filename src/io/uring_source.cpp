@@ -449,7 +449,7 @@ io_op& uring_reactor::unpark_oldest(io_source& source) noexcept {
 // Found through the op, not its socket: the socket may have been moved or closed meanwhile.
 bool uring_reactor::cancel_parked(io_op& op) noexcept {
   if (op.parked_on == nullptr) {
-    return false;  // not parked: it is in the kernel
+    return false;
   }
   io_source& source = *op.parked_on;
   io_op* before = nullptr;

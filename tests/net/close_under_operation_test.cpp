@@ -405,6 +405,36 @@ TYPED_TEST(close_under_operation, a_listener_closed_on_another_thread_ends_its_p
   });
 }
 
+// The graceful shutdown of an accept loop: close the listener, then cancel the loop's task and join
+// it, in one turn. The close ends the accept waiting on the listener's multishot (io_uring), and the
+// cancel that follows must not reach the kernel for it: a user trial found the reactor sent an
+// ASYNC_CANCEL for the finished op, whose completion then read the freed frame (ASan, every run).
+TYPED_TEST(close_under_operation, a_listener_closed_then_its_accept_loop_cancelled_ends_cleanly) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    for (int round = 0; round < 20; ++round) {
+      auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
+      auto accept_loop = corio::spawn([](tcp_listener& from) -> corio::task<void> {
+        for (;;) {
+          tcp_stream accepted = co_await from.accept();
+        }
+      }(listener));
+      tcp_stream client = co_await tcp_stream::connect(listener.local_endpoint());
+      co_await corio::sleep_for(1ms);  // the loop accepted it and waits again
+      listener.close();
+      accept_loop.cancel();
+      std::string ended;
+      try {
+        co_await corio::with_timeout(5s, std::move(accept_loop));
+      } catch (const corio::cancelled&) {
+        ended = "cancelled";
+      } catch (const std::system_error& e) {
+        ended = e.code() == std::errc::operation_canceled ? "cancelled" : e.what();
+      }
+      EXPECT_EQ(ended, "cancelled");
+    }
+  });
+}
+
 // The close of one listener touches no other: the loop's first listener, whose multishot accept is
 // armed, still accepts the connection that comes after (a user trial found it never did on io_uring).
 TYPED_TEST(close_under_operation, a_listener_closed_on_another_thread_leaves_the_other_listeners_accepting) {
