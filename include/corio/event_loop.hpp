@@ -126,13 +126,14 @@ class event_loop final : private detail::executor {
 
   /// Runs until stop() is called, parking the thread whenever there is nothing to do. Rethrows the
   /// first exception that escaped a spawned task or a posted functor; the loop can be run again.
-  /// Throws std::logic_error if the thread is already running a loop.
+  /// Throws std::logic_error if the thread already runs a loop or is a runtime worker (a task there
+  /// awaits instead), or if another thread runs this loop.
   void run();
 
   /// Runs the loop, as run() does, until `body` finishes; returns its value or rethrows its exception
   /// (a program's main task, as tokio's block_on on a current-thread runtime). Other tasks stay where
-  /// they are, to go on in the next run() or block_on(). Throws std::logic_error if the thread already
-  /// runs a loop, corio::loop_stopped if the loop is or gets stopped first (`body` is then destroyed
+  /// they are, to go on in the next run() or block_on(). Throws std::logic_error as run() does,
+  /// corio::loop_stopped if the loop is or gets stopped first (`body` is then destroyed
   /// with the loop), and what run() rethrows from other tasks.
   ///
   ///     corio::event_loop loop;
@@ -214,6 +215,7 @@ class event_loop final : private detail::executor {
   std::shared_ptr<detail::loop_errors> errors_;
   std::shared_ptr<const detail::failure_sink> sink_;
   std::atomic<int> hops_in_flight_{0};  // schedule_on hops checked but not yet completed
+  std::atomic<bool> running_{false};     // a thread is inside run(), run_until_idle() or block_on()
 };
 
 /// `co_await corio::schedule_on(loop)` moves the awaiting coroutine onto `loop`: it continues on that

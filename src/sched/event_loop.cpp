@@ -31,12 +31,12 @@ constexpr std::size_t ready_batch = 64;
 constexpr std::size_t post_batch = 1024;
 }  // namespace
 
+// Marks the thread as running `loop` for one run(), run_until_idle() or block_on(). A thread that
+// already runs a loop or a runtime worker may not (running this loop would take that one's place,
+// and leave its tasks with no executor when it returns), nor may a second thread run the same loop.
 class event_loop::running_scope {
  public:
-  explicit running_scope(event_loop& loop) : io_scope_(loop.io_) {
-    if (detail::current_loop != nullptr) {
-      throw std::logic_error("corio::event_loop: this thread is already running a loop");
-    }
+  explicit running_scope(event_loop& loop) : loop_(enter(loop)), io_scope_(loop.io_) {
     detail::current_loop = &loop;
     detail::current_executor = &loop;
     detail::current_timers = &loop.timers_;
@@ -45,11 +45,26 @@ class event_loop::running_scope {
     detail::current_loop = nullptr;
     detail::current_executor = nullptr;
     detail::current_timers = nullptr;
+    loop_.running_.store(false, std::memory_order_release);
   }
   running_scope(const running_scope&) = delete;
   running_scope& operator=(const running_scope&) = delete;
 
  private:
+  static event_loop& enter(event_loop& loop) {
+    if (detail::current_loop != nullptr) {
+      throw std::logic_error("corio::event_loop: this thread is already running a loop");
+    }
+    if (detail::current_executor != nullptr) {
+      throw std::logic_error("corio::event_loop: this thread is a runtime worker (co_await the task instead)");
+    }
+    if (loop.running_.exchange(true, std::memory_order_acquire)) {
+      throw std::logic_error("corio::event_loop: another thread is running this loop");
+    }
+    return loop;
+  }
+
+  event_loop& loop_;
   detail::io_slot::scope io_scope_;
 };
 

@@ -1,4 +1,5 @@
 #include <corio/event_loop.hpp>
+#include <corio/runtime.hpp>
 #include <corio/sync_wait.hpp>
 #include <corio/task.hpp>
 #include <corio/time.hpp>
@@ -232,6 +233,45 @@ TEST(event_loop, running_two_loops_on_one_thread_is_rejected) {
   });
   outer.run_until_idle();
   EXPECT_TRUE(rejected);
+}
+
+// A runtime task that ran a loop of its own took its worker's place: when the loop returned, the
+// worker had no executor left and the task's next sleep threw (a user trial).
+TEST(event_loop, running_a_loop_on_a_runtime_worker_is_rejected_and_the_worker_goes_on) {
+  corio::runtime rt(corio::runtime::options{.workers = 1});
+  std::string message = rt.block_on([]() -> corio::task<std::string> {
+    corio::event_loop nested;
+    std::string rejected;
+    try {
+      (void)nested.block_on([]() -> corio::task<int> { co_return 7; });
+    } catch (const std::logic_error& e) {
+      rejected = e.what();
+    }
+    co_await corio::sleep_for(std::chrono::milliseconds(1));  // the worker still runs this task
+    co_return rejected;
+  });
+  EXPECT_NE(message.find("runtime worker"), std::string::npos) << message;
+  EXPECT_EQ(rt.block_on([]() -> corio::task<int> { co_return 8; }), 8);
+}
+
+TEST(event_loop, a_second_thread_running_the_same_loop_is_rejected) {
+  corio::event_loop loop;
+  std::atomic<bool> inside{false};
+  std::string rejected;
+  loop.post([&] {
+    inside.store(true);
+    std::thread([&] {
+      try {
+        loop.run_until_idle();
+      } catch (const std::logic_error& e) {
+        rejected = e.what();
+      }
+    }).join();
+  });
+  loop.run_until_idle();
+  EXPECT_TRUE(inside.load());
+  EXPECT_NE(rejected.find("another thread is running this loop"), std::string::npos) << rejected;
+  loop.run_until_idle();  // and it can be run again afterwards
 }
 
 TEST(event_loop, schedule_on_moves_a_task_to_another_loop_thread) {
