@@ -630,6 +630,11 @@ void release_io_source(io_source* source) noexcept {
   // never reached one) or its reactor is gone, and it is ours to free below.
   bool kept = source->state.load(std::memory_order_acquire) == io_source::life::live;
   if (kept && here != nullptr && here == home) {
+    if (source->kind == io_kind::accept) {
+      // Its armed multishot holds the file until the cancel below is reaped, a turn later: leave
+      // LISTEN now, so the port can be bound again at once (SO_REUSEADDR) as it can on epoll.
+      ::shutdown(source->fd, SHUT_RDWR);
+    }
     source->owner->release(*source);  // on the owning thread, inside its loop
     return;
   }

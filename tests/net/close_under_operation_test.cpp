@@ -435,6 +435,25 @@ TYPED_TEST(close_under_operation, a_listener_closed_then_its_accept_loop_cancell
   });
 }
 
+// A listener closed with an accept pending gives its port back at once: a new listener binds it in
+// the same turn (on io_uring its armed multishot accept held the socket until the loop's next turn,
+// and the bind failed with EADDRINUSE: a user trial).
+TYPED_TEST(close_under_operation, a_listener_closed_with_an_accept_pending_frees_its_port_at_once) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    for (int round = 0; round < 5; ++round) {
+      auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
+      const endpoint at = listener.local_endpoint();
+      auto acceptor = corio::spawn(accept_once(listener));
+      co_await corio::sleep_for(1ms);  // the accept waits
+      listener.close();
+      std::error_code error;
+      auto again = tcp_listener::bind(at, {}, error);
+      EXPECT_FALSE(error) << "round " << round << ": " << error.message();
+      co_await corio::with_timeout(5s, std::move(acceptor));
+    }
+  });
+}
+
 // The close of one listener touches no other: the loop's first listener, whose multishot accept is
 // armed, still accepts the connection that comes after (a user trial found it never did on io_uring).
 TYPED_TEST(close_under_operation, a_listener_closed_on_another_thread_leaves_the_other_listeners_accepting) {
