@@ -133,8 +133,8 @@ class event_loop final : private detail::executor {
   /// Runs the loop, as run() does, until `body` finishes; returns its value or rethrows its exception
   /// (a program's main task, as tokio's block_on on a current-thread runtime). Other tasks stay where
   /// they are, to go on in the next run() or block_on(). Throws std::logic_error as run() does,
-  /// corio::loop_stopped if the loop is or gets stopped first (`body` is then destroyed
-  /// with the loop), and what run() rethrows from other tasks.
+  /// corio::loop_stopped if the loop is or gets stopped first (`body` is then destroyed with the
+  /// loop), and what run() rethrows from other tasks.
   ///
   ///     corio::event_loop loop;
   ///     int answer = loop.block_on(compute());
