@@ -95,6 +95,34 @@ void close_each(const std::vector<int>& descriptors) {
   }
 }
 
+/// Lets `pending` (an operation on a socket, spawned on this loop) prepare its request, then holds the
+/// loop's turn, so that the request has not reached the kernel, while another thread runs
+/// `close_and_reuse` (which closes the socket and opens another on its number). Returns the
+/// operation's error once the turn ends.
+template <class CloseAndReuse>
+corio::task<std::error_code> close_and_reuse_while_prepared(corio::join_handle<std::error_code> pending,
+                                                            CloseAndReuse close_and_reuse) {
+  std::atomic<int> stage{0};  // 1: the request is prepared; 2: close_and_reuse is done
+  std::thread closer([&] {
+    while (stage.load() != 1) {
+      std::this_thread::yield();
+    }
+    close_and_reuse();
+    stage.store(2);
+  });
+  auto hold_turn = corio::spawn([](std::atomic<int>& at) -> corio::task<void> {
+    at.store(1);
+    auto give_up = std::chrono::steady_clock::now() + 5s;
+    while (at.load() != 2 && std::chrono::steady_clock::now() < give_up) {
+    }
+    co_return;
+  }(stage));
+  std::error_code error = co_await corio::with_timeout(5s, std::move(pending));
+  co_await std::move(hold_turn);
+  closer.join();
+  co_return error;
+}
+
 TYPED_TEST(close_under_operation, closing_a_stream_ends_its_pending_read_with_operation_canceled) {
   run_on_loop(TestFixture::backend, []() -> corio::task<void> {
     auto [client, server] = co_await connected_pair();
@@ -245,28 +273,13 @@ TYPED_TEST(close_under_operation, a_receive_prepared_before_a_close_elsewhere_ne
     const int number = old_socket.native_handle();
     std::vector<int> lower = fill_numbers_below(number);
     corio::net::udp_socket fresh;
-    std::atomic<int> stage{0};  // 1: the receive is prepared; 2: the number names the new socket
-    std::thread closer([&] {
-      while (stage.load() != 1) {
-        std::this_thread::yield();
-      }
+    auto receiver = corio::spawn(receive_once(old_socket));
+    std::error_code error = co_await close_and_reuse_while_prepared(std::move(receiver), [&] {
       old_socket.close();
       fresh = corio::net::udp_socket::bind(endpoint::loopback_v4(0));
       endpoint to = fresh.local_endpoint();
       ::sendto(sender.native_handle(), "for the new socket", 18, 0, to.data(), to.size());
-      stage.store(2);
     });
-    auto receiver = corio::spawn(receive_once(old_socket));
-    auto hold_turn = corio::spawn([](std::atomic<int>& at) -> corio::task<void> {
-      at.store(1);
-      auto give_up = std::chrono::steady_clock::now() + 5s;
-      while (at.load() != 2 && std::chrono::steady_clock::now() < give_up) {
-      }
-      co_return;
-    }(stage));
-    std::error_code error = co_await corio::with_timeout(5s, std::move(receiver));
-    co_await std::move(hold_turn);
-    closer.join();
     close_each(lower);
     EXPECT_EQ(fresh.native_handle(), number) << "the descriptor number was not reused; the test proves less";
     EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
@@ -284,30 +297,15 @@ TYPED_TEST(close_under_operation, an_accept_prepared_before_a_close_elsewhere_ne
     std::vector<int> lower = fill_numbers_below(number);
     tcp_listener fresh;
     int client = -1;
-    std::atomic<int> stage{0};  // 1: the accept is prepared; 2: the new listener on the number has a connection
-    std::thread closer([&] {
-      while (stage.load() != 1) {
-        std::this_thread::yield();
-      }
+    auto acceptor = corio::spawn(accept_once(old_listener));
+    std::error_code error = co_await close_and_reuse_while_prepared(std::move(acceptor), [&] {
       old_listener.close();
       fresh = tcp_listener::bind(endpoint::loopback_v4(0));
       client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
       endpoint to = fresh.local_endpoint();
       EXPECT_EQ(::connect(client, to.data(), to.size()), 0);  // in the backlog, waiting for an accept
       EXPECT_EQ(::send(client, "for the new listener", 20, MSG_NOSIGNAL), 20);
-      stage.store(2);
     });
-    auto acceptor = corio::spawn(accept_once(old_listener));
-    auto hold_turn = corio::spawn([](std::atomic<int>& at) -> corio::task<void> {
-      at.store(1);
-      auto give_up = std::chrono::steady_clock::now() + 5s;
-      while (at.load() != 2 && std::chrono::steady_clock::now() < give_up) {
-      }
-      co_return;
-    }(stage));
-    std::error_code error = co_await corio::with_timeout(5s, std::move(acceptor));
-    co_await std::move(hold_turn);
-    closer.join();
     close_each(lower);
     EXPECT_EQ(fresh.native_handle(), number) << "the descriptor number was not reused; the test proves less";
     EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
