@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include <corio/detail/accept_stash.hpp>
 #include <corio/detail/io_source.hpp>
 #include <corio/errors.hpp>
 #include <corio/net/error.hpp>
@@ -360,6 +361,10 @@ bool io_awaiter::start(std::coroutine_handle<> self, stop_state* stop) {
     op_.result = into.empty() ? 0 : static_cast<std::int32_t>(stash_->take(into));
     return yield_if_budget_spent(self);
   }
+  if (int kept = accepted_ != nullptr ? accepted_->take() : -1; kept >= 0) {
+    op_.result = kept;  // a connection an accept took for a cancelled task comes first
+    return yield_if_budget_spent(self);
+  }
   io_slot* slot = current_io_slot;
   if (slot == nullptr) {
     throw std::logic_error(std::string(what_) + ": no event loop or runtime runs on this thread");
@@ -419,6 +424,13 @@ bool io_awaiter::check() {
     // A read that completed with data for a task being cancelled (or past its deadline): the stream
     // keeps the bytes for its next read, and this one ends cancelled (read_stash.hpp).
     stash_->keep_front({static_cast<const std::byte*>(op_.buffer), static_cast<std::size_t>(op_.result)});
+    op_.result = -ECANCELED;
+  }
+  if (op_.result >= 0 && accepted_ != nullptr && stop_ != nullptr && stop_->stop_requested()) {
+    // An accept that took a connection for a task being cancelled: the listener keeps it for its
+    // next accept, and this one ends cancelled (accept_stash.hpp). Its own deadline does not count:
+    // with_timeout then returns the connection, and the task goes on with it.
+    accepted_->keep(op_.result);
     op_.result = -ECANCELED;
   }
   if (op_.result >= 0) {

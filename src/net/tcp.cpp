@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <memory>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -221,6 +223,14 @@ tcp_listener tcp_listener::bind(const endpoint& local, listen_options options, s
   if (!error && ::listen(listener.socket_.get(), options.backlog) < 0) {
     error.assign(errno, std::system_category());
     listener.close();
+  }
+  if (!error) {
+    try {
+      listener.stash_ = std::make_unique<corio::detail::accept_stash>();
+    } catch (const std::bad_alloc&) {
+      error = std::make_error_code(std::errc::not_enough_memory);
+      listener.close();
+    }
   }
   return listener;
 }

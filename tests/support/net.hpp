@@ -55,6 +55,10 @@ struct uring_multishot_backend {
   static constexpr io_backend value = io_backend::io_uring;
   static constexpr const char* multishot = "all";
 };
+struct uring_single_shot_backend {
+  static constexpr io_backend value = io_backend::io_uring;
+  static constexpr const char* multishot = "0";
+};
 struct epoll_backend {
   static constexpr io_backend value = io_backend::epoll;
   static constexpr const char* multishot = nullptr;
@@ -64,11 +68,17 @@ using both_backends = ::testing::Types<uring_backend, epoll_backend>;
 using multishot_backends = ::testing::Types<uring_multishot_backend, epoll_backend>;
 /// Both of io_uring's read paths, and epoll.
 using every_read_path = ::testing::Types<uring_backend, uring_multishot_backend, epoll_backend>;
+/// io_uring's multishot and single-shot accepts, and epoll.
+using every_accept_path = ::testing::Types<uring_backend, uring_single_shot_backend, epoll_backend>;
 
 struct backend_names {
   template <class T>
   static std::string GetName(int) {
-    return std::string(to_string(T::value)) + (T::multishot != nullptr ? "_multishot" : "");
+    std::string name(to_string(T::value));
+    if constexpr (T::multishot != nullptr) {
+      name += T::multishot == std::string_view("0") ? "_single_shot" : "_multishot";
+    }
+    return name;
   }
 };
 

@@ -98,6 +98,7 @@
 
 namespace corio::detail {
 
+class accept_stash;
 class io_slot;
 struct io_source;
 
@@ -188,7 +189,8 @@ class io_awaiter {
  public:
   io_awaiter(const char* what, std::error_code* error) noexcept : what_(what), error_(error) {}
   /// Only before it is awaited (when_any and with_timeout take operations by value).
-  io_awaiter(io_awaiter&& other) noexcept : what_(other.what_), error_(other.error_), stash_(other.stash_) {
+  io_awaiter(io_awaiter&& other) noexcept
+      : what_(other.what_), error_(other.error_), stash_(other.stash_), accepted_(other.accepted_) {
     static_cast<io_request&>(op_) = other.op_;
   }
   io_awaiter& operator=(io_awaiter&&) = delete;
@@ -244,11 +246,15 @@ class io_awaiter {
   /// corio::cancelled (the task was cancelled, or a deadline it took expired) or std::system_error
   /// naming the operation, or, in the error_code form, stores the error and returns false. A stream
   /// read given a stash (keep_when_cancelled) that completed with data while a stop or its deadline
-  /// was requested keeps the data there and counts as cancelled (read_stash.hpp).
+  /// was requested keeps the data there and counts as cancelled (read_stash.hpp); so does an accept
+  /// that completed with a connection while its task's stop was requested (accept_stash.hpp).
   bool check();
 
   /// A stream read: bytes it completes with while being cancelled go to `stash`.
   void keep_when_cancelled(read_stash* stash) noexcept { stash_ = stash; }
+  /// A listener's accept: takes a kept connection first; one it completes with while its task is
+  /// being cancelled goes to `stash`.
+  void keep_when_cancelled(accept_stash* stash) noexcept { accepted_ = stash; }
 
   io_op op_;
 
@@ -271,6 +277,7 @@ class io_awaiter {
   stop_state* stop_ = nullptr;
   bool deadline_cancel_ = false;  // cancel_for_deadline ran (written before the timer's disarm returns)
   read_stash* stash_ = nullptr;   // a stream read's: where check() keeps bytes that arrived for a cancelled read
+  accept_stash* accepted_ = nullptr;  // a listener accept's: where check() keeps a cancelled task's connection
   std::optional<stop_callback<on_stop>> stop_callback_;
 };
 

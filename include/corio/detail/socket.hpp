@@ -118,14 +118,18 @@ class send_all_awaiter : public io_awaiter {
 };
 
 /// accept on a listening socket; yields the new descriptor (-1 on error) and fills in the peer address
-/// (left empty when the listener's multishot accept, given as `source`, served it).
+/// (left empty when the listener's multishot accept, given as `source`, served it, or when `stash`
+/// did). Given the listener's `stash`, it takes a connection kept there first, and keeps there the
+/// one it completes with for a task being cancelled (accept_stash.hpp).
 class accept_fd_awaiter : public io_awaiter {
  public:
-  accept_fd_awaiter(socket_id socket, const char* what, std::error_code* error, std::atomic<io_source*>* source = nullptr) noexcept
+  accept_fd_awaiter(socket_id socket, const char* what, std::error_code* error,
+                    std::atomic<io_source*>* source = nullptr, accept_stash* stash = nullptr) noexcept
       : io_awaiter(what, error) {
     op_.kind = io_kind::accept;
     target(socket);
     op_.source = source;
+    keep_when_cancelled(stash);
   }
   accept_fd_awaiter(accept_fd_awaiter&& other) noexcept = default;
 

@@ -1,9 +1,11 @@
 #pragma once
 // corio::net::tcp_listener: a listening TCP socket whose accept suspends the awaiting task.
 #include <coroutine>
+#include <memory>
 #include <system_error>
 #include <utility>
 
+#include <corio/detail/accept_stash.hpp>
 #include <corio/detail/socket.hpp>
 #include <corio/net/endpoint.hpp>
 #include <corio/net/tcp_stream.hpp>
@@ -33,18 +35,19 @@ class accept_awaiter : public corio::detail::accept_fd_awaiter {
 
 }  // namespace detail
 
-/// A listening TCP socket. Move-only; closes on destruction. accept() is an awaitable with the
-/// same error, cancellation and resumption rules as tcp_stream's operations; several tasks may
-/// accept on one listener at once (each connection goes to one of them). Errors such as EMFILE
-/// (out of descriptors) are reported by that accept only: the listener stays usable. Closing the
-/// listener on its thread ends the accepts waiting on it with std::errc::operation_canceled. On
-/// io_uring one multishot accept serves
-/// every accept; connections that arrive with no accept waiting are queued (up to 64, then the
-/// kernel's backlog holds the rest). Its state lives in the reactor of the thread that accepted
-/// first; on a runtime of several workers, an accept from a task on another worker is handed to
-/// that worker, and the task resumes there. An accept from another event loop or runtime while that
-/// state lives fails with corio::net::errc::served_by_another_reactor (the multishot accept there
-/// would take its connections).
+/// A listening TCP socket. Move-only; closes on destruction. accept() is an awaitable with the same
+/// error, cancellation and resumption rules as tcp_stream's operations; several tasks may accept on one
+/// listener at once (each connection goes to one of them). Errors such as EMFILE (out of descriptors)
+/// are reported by that accept only: the listener stays usable. Closing the listener on its thread ends
+/// the accepts waiting on it with std::errc::operation_canceled. An accept is cancel-safe: a connection
+/// it took for a task being cancelled (a when_any branch that lost in the same turn) stays with the
+/// listener, and its next accept returns it first (closing the listener closes it). On io_uring one
+/// multishot accept serves every accept; connections that arrive with no accept waiting are queued (up
+/// to 64, then the kernel's backlog holds the rest). Its state lives in the reactor of the thread that
+/// accepted first; on a runtime of several workers, an accept from a task on another worker is handed
+/// to that worker, and the task resumes there. An accept from another event loop or runtime while that
+/// state lives fails with corio::net::errc::served_by_another_reactor (the multishot accept there would
+/// take its connections).
 ///
 ///     auto listener = corio::net::tcp_listener::bind(corio::net::endpoint::loopback_v4(0));
 ///     auto port = listener.local_endpoint().port();              // the ephemeral port chosen
@@ -59,6 +62,7 @@ class tcp_listener {
       close();
       socket_ = std::move(other.socket_);
       source_ = std::move(other.source_);
+      stash_ = std::move(other.stash_);
     }
     return *this;
   }
@@ -70,9 +74,11 @@ class tcp_listener {
 
   /// Waits for the next connection; yields it as a connected stream (closed, on error, in the
   /// error_code form).
-  detail::accept_awaiter accept() noexcept { return {socket_.id(), accept_name, nullptr, source_.slot()}; }
+  detail::accept_awaiter accept() noexcept {
+    return {socket_.id(), accept_name, nullptr, source_.slot(), stash_.get()};
+  }
   detail::accept_awaiter accept(std::error_code& error) noexcept {
-    return {socket_.id(), accept_name, &error, source_.slot()};
+    return {socket_.id(), accept_name, &error, source_.slot(), stash_.get()};
   }
 
   endpoint local_endpoint() const;
@@ -80,6 +86,9 @@ class tcp_listener {
   int native_handle() const noexcept { return socket_.get(); }
   void close() noexcept {
     source_.close();  // the state stays allocated until the object goes: detail/io_source.hpp, "Lifetime"
+    if (stash_ != nullptr) {
+      stash_->close_all();  // stays allocated too: an accept in flight may still keep a connection there
+    }
     socket_.reset();
   }
 
@@ -87,6 +96,7 @@ class tcp_listener {
   static constexpr const char* accept_name = "corio::net::tcp_listener::accept";
   corio::detail::socket_fd socket_;
   corio::detail::io_source_ref source_;  // io_uring: the multishot accept's state; released first
+  std::unique_ptr<corio::detail::accept_stash> stash_;  // connections cancelled accepts took (accept_stash.hpp)
 };
 
 }  // namespace corio::net

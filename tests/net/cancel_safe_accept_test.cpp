@@ -1,0 +1,99 @@
+// An accept is cancel-safe on every accept path: one that ends cancelled took no connection (a
+// connection the kernel gave it anyway goes to the listener's next accept), so an accept loop that
+// races its accept against a shutdown signal in when_any loses no client.
+#include <corio/join_handle.hpp>
+#include <corio/net/tcp_listener.hpp>
+#include <corio/net/tcp_stream.hpp>
+#include <corio/net/udp_socket.hpp>
+#include <corio/runtime.hpp>
+#include <corio/time.hpp>
+#include <corio/when_any.hpp>
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+#include "support/net.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+using corio::net::endpoint;
+using corio::net::tcp_listener;
+using corio::net::tcp_stream;
+using corio::net::udp_socket;
+using namespace corio::test;
+
+template <class Backend>
+class cancel_safe_accept : public backend_test<Backend> {};
+TYPED_TEST_SUITE(cancel_safe_accept, every_accept_path, backend_names);
+
+// An accept raced against a datagram's arrival: the accepted stream, or a closed one if the receive
+// won.
+corio::task<tcp_stream> accept_or_receive(tcp_listener& listener, udp_socket& datagrams) {
+  std::array<std::byte, 8> buffer;
+  auto accepting = listener.accept();
+  auto receiving = datagrams.recv_from(buffer);
+  auto first = co_await corio::when_any(std::move(accepting), std::move(receiving));
+  co_return first.index() == 0 ? std::move(std::get<0>(first)) : tcp_stream();
+}
+
+// Each round, with both the accept and the receive waiting, this thread sends a datagram and
+// connects a plain client (both system calls finish at once on loopback) before its reactor looks
+// again, so both operations often complete in the same turn: the receive's branch may then win and
+// cancel an accept that holds the client's connection. Whichever wins, the client's connection must
+// reach the server: from the race, or from the next accept. `receives_won` counts the rounds the
+// accept lost.
+corio::task<void> race_rounds(int rounds, int* receives_won) {
+  auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
+  const endpoint server = listener.local_endpoint();
+  for (int round = 0; round < rounds; ++round) {
+    auto datagrams = udp_socket::bind(endpoint::loopback_v4(0));
+    const endpoint datagram_to = datagrams.local_endpoint();
+    auto racing = corio::spawn(accept_or_receive(listener, datagrams));
+    co_await corio::sleep_for(1ms);  // both operations wait in the reactor
+    int sender = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    EXPECT_EQ(::sendto(sender, "d", 1, 0, datagram_to.data(), datagram_to.size()), 1);
+    EXPECT_EQ(::connect(client, server.data(), server.size()), 0);
+    tcp_stream accepted = co_await std::move(racing);
+    if (!accepted.is_open()) {
+      ++*receives_won;
+      std::error_code error;
+      accepted = co_await corio::with_timeout(2s, listener.accept(error));
+      if (error) {
+        ADD_FAILURE() << "round " << round << ": the client's connection was lost (" << error.message() << ")";
+        ::close(client);
+        ::close(sender);
+        co_return;
+      }
+    }
+    EXPECT_EQ(::send(client, "ping", 4, MSG_NOSIGNAL), 4);
+    std::array<char, 4> got{};
+    co_await accepted.read_exact(std::as_writable_bytes(std::span(got)));
+    EXPECT_EQ(std::string(got.data(), got.size()), "ping") << "round " << round;
+    ::close(client);
+    ::close(sender);
+  }
+}
+
+TYPED_TEST(cancel_safe_accept, an_accept_that_loses_a_when_any_leaves_its_connection_to_the_next_accept) {
+  int receives_won = 0;
+  run_on_loop(TestFixture::backend, [&]() -> corio::task<void> { co_await race_rounds(200, &receives_won); });
+  EXPECT_GT(receives_won, 0);  // the race this test is about happened
+}
+
+TYPED_TEST(cancel_safe_accept, an_accept_that_loses_a_when_any_leaves_its_connection_on_two_workers) {
+  corio::runtime rt(runtime_options(TestFixture::backend, 2));
+  int receives_won = 0;
+  rt.block_on([&]() -> corio::task<void> { co_await race_rounds(200, &receives_won); }());
+  EXPECT_GT(receives_won, 0);
+}
+
+}  // namespace
