@@ -49,33 +49,38 @@
 //    IORING_CQE_F_MORE after the ASYNC_CANCEL release sent, or at the last held request's CQE;
 //    buffers named by later CQEs go back to the ring and descriptors are closed;
 //  - `closing` is set (release) by release_io_source, on whichever thread closes the socket, before
-//    it shuts the socket down; a held request that completes after that reports -ECANCELED whatever
+//    it shuts a stream down; a held request that completes after that reports -ECANCELED whatever
 //    the kernel said (the shutdown ends a recv at end of file and fails a send with EPIPE; a close
 //    here cancels them), so a close reads as a cancellation on this backend as on epoll (the store
 //    comes before the shutdown system call whose effect the CQE reports). The same holds for a
 //    multishot CQE after it: nothing is queued, the parked ops end -ECANCELED, nothing re-arms, and
 //    an op handed here from another worker finds the source closing and ends -ECANCELED too. (A
-//    listener's shutdown ends its multishot accept with -EINVAL, which as a first CQE also reads as
-//    "no multishot in this kernel": a closing source's CQE never turns multishot off for the
-//    reactor, which had left its other listeners' armed accepts unread.)
+//    listener shut down, by another process that shares it, ends its multishot accept with -EINVAL,
+//    which as a first CQE also reads as "no multishot in this kernel": a closing source's CQE never
+//    turns multishot off for the reactor, which had left its other listeners' armed accepts unread.)
+//  - a listener is never shut down here: other processes may share it (a pre-fork server's
+//    children), and a shutdown would stop it listening in all of them. Its armed multishot holds it
+//    open instead, so a release on the home thread submits the multishot's cancel and runs the
+//    ring's deferred work at once, and the port can be bound again when the close returns.
 //  - a parked op cancelled by its task is not in the kernel: it finishes with -ECANCELED through
 //    `finished_here_` at the next reap, which then does not block. The op records its source
 //    (`parked_on`), since its socket may have been moved or closed since it parked; a release (the
 //    socket closed under it) finishes every op parked on the source the same way.
-// Release from another thread: the releasing thread shuts the socket down (the peer gets its FIN at
-//   once). On another worker of the home's runtime it then hands the source to the home slot, which
-//   releases it at its next turn (io_slot.hpp, "Release"). Anywhere else (a stream destroyed off its
-//   loop's thread, or while the loop is not running), or once the home has shut down, it moves
-//   `state` live -> released (acq_rel CAS); the owner frees the source at its next CQE (the
-//   shutdown makes one arrive if a multishot is armed) or, armed or not, when the close reaches it:
-//   adopt() notes the owner as a watcher of the number, so the close that follows the release calls
-//   forget_elsewhere() and the owner's next reap finds the source by number (`source_by_fd_`) and
-//   release()s it if it is still `released` (a newer socket with that number would be live). Without
-//   that, a source whose multishot had ended (end of file, a dry ring) kept its registered file, and
-//   with it the socket, until teardown. A later request on the number without a source (a write from
-//   another worker) makes that reactor a watcher too, and the close reaches both.
-//   Teardown moves live -> orphaned with the same CAS: whichever CAS loses, the other side frees it. Nothing else of the
-//   source is shared between threads but its home (claim_home, io_source.hpp).
+// Release from another thread: the releasing thread shuts a stream down (the peer gets its FIN at
+//   once; a listener is left alone, see above). On another worker of the home's runtime it then
+//   hands the source to the home slot, which releases it at its next turn (io_slot.hpp, "Release").
+//   Anywhere else (a stream destroyed off its loop's thread, or while the loop is not running), or
+//   once the home has shut down, it moves `state` live -> released (acq_rel CAS); the owner frees
+//   the source at its next CQE (a stream's shutdown makes one arrive if a multishot is armed) or,
+//   armed or not, when the close reaches it: adopt() notes the owner as a watcher of the number, so
+//   the close that follows the release calls forget_elsewhere() and the owner's next reap finds the
+//   source by number (`source_by_fd_`) and release()s it if it is still `released` (a newer socket
+//   with that number would be live). Without that, a source whose multishot had ended (end of file,
+//   a dry ring) kept its registered file, and with it the socket, until teardown. A later request
+//   on the number without a source (a write from another worker) makes that reactor a watcher too,
+//   and the close reaches both. Teardown moves live -> orphaned with the same CAS: whichever CAS
+//   loses, the other side frees it. Nothing else of the source is shared between threads but its
+//   home (claim_home, io_source.hpp).
 // Shutdown: cancel_all_and_reap completes parked ops, cancels the multishots and waits for their last
 //   CQE; teardown_buffers() then orphans the sources the sockets still own (owner null: a later read
 //   on another reactor adopts it; queued data is dropped, the loop that buffered it is gone) and
@@ -370,8 +375,8 @@ void uring_reactor::on_source_completion(io_source& source, std::int32_t result,
     source.cancelling = false;
     --armed_;
   }
-  // Closed on another thread, whose shutdown may be what ended the multishot (a listener's accept
-  // with EINVAL, a recv at end of file): nothing it reports is for a reader any more.
+  // Closed on another thread, whose shutdown may be what ended the multishot (a recv at end of
+  // file): nothing it reports is for a reader any more.
   bool gone = source.released || source.closing.load(std::memory_order_acquire);
   bool quiet_cancel = result == -ECANCELED && (was_cancelling || draining_);
   if (first && result == -EINVAL && !source.armed && !gone) {
@@ -550,6 +555,11 @@ void uring_reactor::release(io_source& source) noexcept {
   unregister_fixed(source);  // before the socket's close(), which would not end a file the table holds
   if (source.armed) {
     cancel_multishot(source);  // freed at its last CQE
+    if (source.kind == io_kind::accept) {
+      // The armed multishot holds the listener open: the cancel goes in now, and its work runs now,
+      // so the port can be bound again at once (SO_REUSEADDR), as on epoll.
+      submit_guarded([this] { io_uring_submit_and_get_events(&ring_); });
+    }
   }
   free_if_unheld(source);
 }
@@ -630,17 +640,16 @@ void release_io_source(io_source* source) noexcept {
   // never reached one) or its reactor is gone, and it is ours to free below.
   bool kept = source->state.load(std::memory_order_acquire) == io_source::life::live;
   if (kept && here != nullptr && here == home) {
-    if (source->kind == io_kind::accept) {
-      // Its armed multishot holds the file until the cancel below is reaped, a turn later: leave
-      // LISTEN now, so the port can be bound again at once (SO_REUSEADDR) as it can on epoll.
-      ::shutdown(source->fd, SHUT_RDWR);
-    }
     source->owner->release(*source);  // on the owning thread, inside its loop
     return;
   }
-  // Elsewhere: touch nothing of the reactor. The shutdown sends the peer its FIN now (the registered
-  // file table may hold the socket open until the home releases it) and ends an armed multishot.
-  ::shutdown(source->fd, SHUT_RDWR);
+  // Elsewhere: touch nothing of the reactor. A stream's shutdown sends the peer its FIN now (the
+  // registered file table may hold the socket open until the home releases it) and ends an armed
+  // multishot. Not a listener's: other processes may share it (a pre-fork server's children), and a
+  // shutdown would stop it listening for all of them; its home cancels its multishot at its next turn.
+  if (source->kind != io_kind::accept) {
+    ::shutdown(source->fd, SHUT_RDWR);
+  }
   if (kept && here != nullptr && home != nullptr && here->shares_executor_with(*home) &&
       home->hand_off_release(*source)) {
     return;  // another worker of the home's runtime: the home releases it at its next turn

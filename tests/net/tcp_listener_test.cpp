@@ -10,11 +10,15 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/net.hpp"
@@ -30,7 +34,7 @@ using namespace corio::test;
 
 template <class Backend>
 class listener : public backend_test<Backend> {};
-TYPED_TEST_SUITE(listener, both_backends, backend_names);
+TYPED_TEST_SUITE(listener, every_accept_path, backend_names);
 
 // A second bind to a port in use fails: the error_code form stores EADDRINUSE, the throwing form names
 // the operation. With SO_REUSEPORT on both, two listeners share the port.
@@ -160,6 +164,80 @@ TYPED_TEST(listener, several_tasks_accept_on_one_listener_at_once_on_a_loop) {
 TYPED_TEST(listener, several_tasks_accept_on_one_listener_at_once_on_two_workers) {
   corio::runtime rt(runtime_options(TestFixture::backend, 2));
   rt.block_on(several_accepts_on_one_listener());
+}
+
+// A listener closed on a plain thread while a runtime's task waits in its accept: the accept ends
+// cancelled, and the port can be bound again once the listener's worker has taken its next turn
+// (io_uring: its accept request holds the socket until that worker cancels it).
+TYPED_TEST(listener, a_listener_closed_on_another_thread_ends_its_accept_and_frees_its_port) {
+  corio::runtime rt(runtime_options(TestFixture::backend, 2));
+  for (int round = 0; round < 10; ++round) {
+    auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
+    const endpoint at = listener.local_endpoint();
+    auto acceptor = rt.spawn(accept_once(listener));
+    std::this_thread::sleep_for(10ms);  // the accept waits in a worker's reactor
+    listener.close();
+    std::error_code accepted =
+        rt.block_on([&]() -> corio::task<std::error_code> { co_return co_await std::move(acceptor); });
+    EXPECT_EQ(accepted, std::errc::operation_canceled) << "round " << round << ": " << accepted.message();
+    std::error_code error;
+    auto again = tcp_listener::bind(at, {}, error);
+    for (int attempt = 0; error && attempt < 100; ++attempt) {
+      std::this_thread::sleep_for(10ms);
+      again = tcp_listener::bind(at, {}, error);
+    }
+    EXPECT_FALSE(error) << "round " << round << ": " << error.message();
+  }
+}
+
+// In a child process: waits in an accept on `listener`, then closes it, on the accepting loop's thread
+// or (`elsewhere`) on a plain thread while a runtime's worker waits in the accept; exits.
+[[noreturn]] void accept_then_close_in_a_child(corio::io_backend backend, tcp_listener& listener, bool elsewhere) {
+  if (elsewhere) {
+    corio::runtime::options options = runtime_options(backend, 1);
+    corio::runtime rt(options);
+    auto acceptor = rt.spawn(accept_once(listener));
+    std::this_thread::sleep_for(10ms);  // the accept waits (io_uring: its multishot is armed)
+    listener.close();
+    rt.block_on([&]() -> corio::task<void> { co_await std::move(acceptor); });
+  } else {
+    corio::event_loop loop(backend);
+    loop.block_on([&]() -> corio::task<void> {
+      auto acceptor = corio::spawn(accept_once(listener));
+      co_await corio::sleep_for(5ms);
+      listener.close();
+      co_await std::move(acceptor);
+    });
+  }
+  ::_exit(0);
+}
+
+// A child process that closes its copy of an inherited listener, with an accept waiting, leaves the
+// listener to the parent: a pre-fork server's worker that exits must not stop its siblings' accepts.
+// (On io_uring the close shut the socket down, to free its port at once on its own thread or to end
+// its multishot accept from another, and that stopped it listening in every process: the parent's
+// next client was refused.)
+TYPED_TEST(listener, a_child_closing_its_copy_of_a_listener_leaves_the_parent_listening) {
+  for (bool elsewhere : {false, true}) {
+    auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
+    const endpoint at = listener.local_endpoint();
+    pid_t child = ::fork();  // with no loop or runtime of this test's alive
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      accept_then_close_in_a_child(TestFixture::backend, listener, elsewhere);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+    int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    EXPECT_EQ(::connect(client, at.data(), at.size()), 0) << (elsewhere ? "elsewhere: " : "") << std::strerror(errno);
+    run_on_loop(TestFixture::backend, [&]() -> corio::task<void> {
+      std::error_code error;
+      co_await corio::with_timeout(2s, listener.accept(error));
+      EXPECT_FALSE(error) << (elsewhere ? "elsewhere: " : "") << error.message();
+    });
+    ::close(client);
+  }
 }
 
 }  // namespace
