@@ -178,8 +178,17 @@ class channel_handle {
     }
   }
   channel_handle(channel_handle&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
-  channel_handle& operator=(channel_handle other) noexcept {
-    std::swap(state_, other.state_);
+  // Two overloads, not one taking its argument by value: sender's and receiver's implicit assignments
+  // call these with a derived handle, which could not build a by-value base argument (its
+  // constructors and destructor are protected), so neither handle could be assigned at all.
+  channel_handle& operator=(const channel_handle& other) noexcept {
+    channel_handle copy(other);
+    std::swap(state_, copy.state_);
+    return *this;
+  }
+  channel_handle& operator=(channel_handle&& other) noexcept {
+    channel_handle taken(std::move(other));
+    std::swap(state_, taken.state_);
     return *this;
   }
   ~channel_handle() {

@@ -72,6 +72,36 @@ TEST(channel, send_after_close_fails_and_hands_the_value_back_untouched) {
   });
 }
 
+// Handles assign like other values (a user trial found neither compiled): assigning drops what the
+// handle held, so `tx = {}` is Go's `tx = nil` and Rust's `drop(tx)`, and a copy adds a sender.
+TEST(channel, handles_can_be_assigned_and_assigning_drops_what_they_held) {
+  auto [first_tx, first_rx] = corio::channel<int>(4);
+  auto [second_tx, second_rx] = corio::channel<int>(4);
+  corio::sender<int> tx;
+  tx = first_tx;  // copy: first now has two senders
+  EXPECT_EQ(tx.try_send(1), corio::channel_status::ok);
+  first_tx = {};  // drops one of them: still open
+  EXPECT_FALSE(first_rx.is_closed());
+  tx = std::move(second_tx);  // drops the last sender of first
+  EXPECT_TRUE(first_rx.is_closed());
+  EXPECT_FALSE(second_tx);
+  auto& self = tx;
+  tx = self;
+  tx = std::move(self);  // self-assignment keeps the handle
+  EXPECT_EQ(tx.try_send(2), corio::channel_status::ok);
+  corio::receiver<int> rx;
+  rx = std::move(second_rx);
+  EXPECT_EQ(rx.try_recv().value, 2);
+  EXPECT_EQ(first_rx.try_recv().value, 1);
+  std::vector<corio::sender<int>> senders{tx, tx, tx};
+  senders.erase(senders.begin());  // needs move assignment
+  std::swap(senders[0], senders[1]);
+  EXPECT_EQ(senders.size(), 2u);
+  senders.clear();
+  tx = {};
+  EXPECT_TRUE(rx.is_closed());
+}
+
 TEST(channel, try_operations_tell_full_empty_and_closed_apart) {
   auto [tx, rx] = corio::channel<int>(1);
   EXPECT_EQ(rx.try_recv().status, corio::channel_status::empty);
