@@ -211,7 +211,7 @@ class epoll_reactor final : public reactor {
       throw std::system_error(error, std::system_category(), "corio: epoll backend: eventfd");
     }
     try {
-      id_ = enroll(*this);
+      enroll(*this, id_);
     } catch (...) {
       ::close(epoll_fd_);
       ::close(wake_fd_);

@@ -108,15 +108,16 @@ fd_record* record_of(int fd, bool create) noexcept {
   return chunk != nullptr ? &chunk->records[index % chunk_size] : nullptr;
 }
 
-std::uint32_t enroll(reactor& self) {
+void enroll(reactor& self, std::uint32_t& id) {
   reactor_registry& shared = registry();
   std::lock_guard lock(shared.mutex);
   shared.live.push_back(&self);
-  std::uint32_t id = shared.next_id++;
+  // Under the mutex, like every read of it by a closing thread (tell_watcher): written after it,
+  // the id raced with those reads (a user trial's TSan run).
+  id = shared.next_id++;
   if (shared.next_id == 0) {
     shared.next_id = 1;
   }
-  return id;
 }
 
 void withdraw(reactor& self) noexcept {

@@ -139,8 +139,9 @@ inline bool closed_since_opened(const io_request& op) noexcept {
   return record != nullptr && record->generation.load(std::memory_order_relaxed) != op.generation;
 }
 
-/// Adds `self` to the registry and returns its id (throws std::bad_alloc); withdraw() removes it.
-std::uint32_t enroll(reactor& self);
+/// Adds `self` to the registry and stores its id in `id` (self's own member) under the registry's
+/// mutex, where closing threads read it (throws std::bad_alloc); withdraw() removes it.
+void enroll(reactor& self, std::uint32_t& id);
 void withdraw(reactor& self) noexcept;
 
 /// Guards the reactors' lists of requests from closing threads (held during forget_elsewhere()).

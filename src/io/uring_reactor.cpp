@@ -160,7 +160,7 @@ uring_reactor::uring_reactor(bool thread_bound) {
     throw std::system_error(error, std::system_category(), "corio: io_uring backend: eventfd");
   }
   try {
-    id_ = enroll(*this);
+    enroll(*this, id_);
   } catch (...) {
     io_uring_queue_exit(&ring_);
     ::close(wake_fd_);

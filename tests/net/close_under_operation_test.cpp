@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -196,6 +197,40 @@ TYPED_TEST(close_under_operation, closing_a_udp_socket_ends_its_pending_receive_
     std::error_code error = co_await close_and_join(socket, std::move(receiver));
     EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
   });
+}
+
+// A close on a plain thread looks among every reactor for the one its socket's receive waits in,
+// comparing their ids, which each reactor's own thread wrote: a reactor made on a third thread must
+// have published its id with itself (it was written after, and TSan saw the close's read race
+// with it: a user trial).
+TYPED_TEST(close_under_operation, a_close_elsewhere_reads_the_id_of_a_reactor_made_on_a_third_thread) {
+  std::atomic<bool> made{false};
+  std::atomic<bool> done{false};
+  std::thread third([&] {
+    run_on_loop(TestFixture::backend, [&]() -> corio::task<void> {
+      auto socket = corio::net::udp_socket::bind(endpoint::loopback_v4(0));
+      std::array<std::byte, 4> buffer;
+      std::error_code error;
+      co_await corio::with_timeout(1ms, socket.recv_from(buffer, error));  // its reactor exists now
+      made.store(true, std::memory_order_relaxed);  // relaxed: no ordering for the id to ride on
+      while (!done) {
+        co_await corio::sleep_for(1ms);
+      }
+    });
+  });
+  while (!made.load(std::memory_order_relaxed)) {
+    std::this_thread::sleep_for(1ms);
+  }
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto socket = corio::net::udp_socket::bind(endpoint::loopback_v4(0));
+    auto receiver = corio::spawn(receive_once(socket));
+    co_await corio::sleep_for(20ms);
+    std::thread([&] { socket.close(); }).join();
+    std::error_code error = co_await std::move(receiver);
+    EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
+  });
+  done = true;
+  third.join();
 }
 
 TYPED_TEST(close_under_operation, a_stream_closed_on_another_thread_never_reads_for_the_socket_reusing_its_number) {
