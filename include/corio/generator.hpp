@@ -14,7 +14,9 @@ namespace corio {
 
 /// A lazy sequence of `T`: the body runs up to each `co_yield` as the caller advances. An exception
 /// thrown by the body propagates out of the iterator increment (or begin()). Move-only, single pass,
-/// not thread-safe. Iterating an empty (moved-from) generator throws corio::invalid_task.
+/// not thread-safe. Iterating an empty (moved-from) generator, calling begin() a second time, or
+/// incrementing an iterator past the end throws corio::invalid_task. A const lvalue yielded by a
+/// generator of a non-reference `T` is copied (the copy lives until the body resumes).
 ///
 ///     corio::generator<int> iota(int n) { for (int i = 0; i < n; ++i) co_yield i; }
 ///     for (int i : iota(3)) { /* 0, 1, 2 */ }
@@ -26,6 +28,7 @@ class [[nodiscard]] generator {
   struct promise_type : detail::pooled_frame {
     value_pointer current_ = nullptr;
     std::exception_ptr error_;
+    bool started_ = false;  // begin() ran
 
     generator get_return_object() noexcept {
       return generator{std::coroutine_handle<promise_type>::from_promise(*this)};
@@ -39,6 +42,21 @@ class [[nodiscard]] generator {
     std::suspend_always yield_value(std::remove_reference_t<T>&& value) noexcept {
       current_ = std::addressof(value);
       return {};
+    }
+    /// A const lvalue (`for (const auto& s : names) co_yield s;`): the iterator hands out a `T&`, so
+    /// it yields a copy, kept in the awaiter (in the frame) while the body is suspended.
+    struct yielded_copy {
+      std::remove_cv_t<T> value;
+      bool await_ready() const noexcept { return false; }
+      void await_suspend(std::coroutine_handle<promise_type> self) noexcept {
+        self.promise().current_ = std::addressof(value);
+      }
+      void await_resume() const noexcept {}
+    };
+    yielded_copy yield_value(const std::remove_reference_t<T>& value)
+      requires(!std::is_reference_v<T> && std::is_copy_constructible_v<T>)
+    {
+      return {value};
     }
     void return_void() const noexcept {}
     void unhandled_exception() noexcept { error_ = std::current_exception(); }
@@ -59,6 +77,9 @@ class [[nodiscard]] generator {
 
     std::remove_reference_t<T>& operator*() const noexcept { return *handle_.promise().current_; }
     iterator& operator++() {
+      if (!handle_ || handle_.done()) {
+        throw invalid_task("corio::generator: incrementing an iterator that is at the end");
+      }
       advance(handle_);
       return *this;
     }
@@ -84,10 +105,13 @@ class [[nodiscard]] generator {
     }
   }
 
-  /// Runs the body to its first co_yield. Call once.
+  /// Runs the body to its first co_yield. Call once: a generator is single pass.
   iterator begin() {
     if (!handle_) {
       throw invalid_task("corio::generator: iterating an empty (moved-from) generator");
+    }
+    if (std::exchange(handle_.promise().started_, true)) {
+      throw invalid_task("corio::generator: begin() called a second time (a generator is single pass)");
     }
     advance(handle_);
     return iterator{handle_};

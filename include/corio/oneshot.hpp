@@ -8,6 +8,7 @@
 // receiver waiting for a sender that went away without sending wakes with nullopt.
 // Threads: each handle may be used from any thread; it is not itself synchronised (one owner).
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include <corio/channel.hpp>
@@ -39,8 +40,16 @@ class oneshot_sender {
     sender<T> spent = std::move(tx_);
     return spent.try_send(std::move(value)) == channel_status::ok;
   }
-  /// True if the receiver is gone (a send would fail).
-  bool is_closed() const { return tx_.is_closed(); }
+  /// Sends a copy of `value`, as above.
+  bool send(const T& value)
+    requires std::is_copy_constructible_v<T>
+  {
+    T copy(value);
+    return send(std::move(copy));
+  }
+  /// True if a send would not deliver: the receiver is gone, or this sender is spent (it sent
+  /// already, or was moved from or default-constructed).
+  bool is_closed() const { return !tx_ || tx_.is_closed(); }
   explicit operator bool() const noexcept { return static_cast<bool>(tx_); }
 
  private:

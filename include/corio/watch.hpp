@@ -103,23 +103,22 @@ class watch_sender {
 
 namespace detail {
 
+// The awaiter of watch_receiver::changed(), made by co_await from a wait_operation whose context is
+// the receiver.
 template <class T>
 class changed_awaiter : public waiter {
  public:
-  explicit changed_awaiter(watch_receiver<T>& receiver) noexcept
-      : waiter(receiver.state_->waiters, &receiver, ops), receiver_(&receiver) {}
+  using waiter::waiter;
   bool await_resume() {
     waiter::await_resume();
-    return receiver_->mark_seen();
+    return static_cast<watch_receiver<T>*>(context())->mark_seen();
   }
 
- private:
   static bool ready(void* context) noexcept {  // under the lock
     auto& receiver = *static_cast<watch_receiver<T>*>(context);
     return receiver.seen_ != receiver.state_->version || receiver.state_->closed;
   }
   static constexpr operations ops{&ready, nullptr};
-  watch_receiver<T>* receiver_;
 };
 
 }  // namespace detail
@@ -158,10 +157,13 @@ class watch_receiver {
 
   /// `co_await rx.changed()` completes when a value newer than the last one seen is there (at once if
   /// it already is), marks it seen and yields true; yields false once the sender is gone with nothing
-  /// newer. Resumes on the executor it suspended on; cancellation throws corio::cancelled.
-  [[nodiscard]] detail::changed_awaiter<T> changed() {
-    detail::checked(state_.get(), "watch_receiver::changed");
-    return detail::changed_awaiter<T>(*this);
+  /// newer. Resumes on the executor it suspended on; cancellation throws corio::cancelled and marks
+  /// nothing seen. The operation is a copyable description that does nothing until awaited, so it
+  /// may be passed to with_timeout or when_any (a user trial found neither compiled); the receiver
+  /// must outlive it.
+  [[nodiscard]] detail::wait_operation<detail::changed_awaiter<T>> changed() {
+    detail::watch_state<T>& state = detail::checked(state_.get(), "watch_receiver::changed");
+    return {&state.waiters, this, &detail::changed_awaiter<T>::ops};
   }
 
  private:

@@ -77,6 +77,39 @@ TEST(generator, iterating_a_moved_from_generator_throws_invalid_task) {
   EXPECT_EQ(*other.begin(), 0);
 }
 
+// Single pass, reported (a user trial saw both crash): a second begin() and an increment past the end
+// throw instead of resuming a finished body.
+TEST(generator, a_second_begin_and_an_increment_past_the_end_throw_invalid_task) {
+  auto gen = iota(1);
+  auto it = gen.begin();
+  EXPECT_EQ(*it, 0);
+  ++it;
+  EXPECT_TRUE(it == std::default_sentinel);
+  EXPECT_THROW(++it, corio::invalid_task);
+  EXPECT_THROW(gen.begin(), corio::invalid_task);
+  auto unfinished = iota(3);
+  (void)unfinished.begin();
+  EXPECT_THROW(unfinished.begin(), corio::invalid_task);
+}
+
+// A const lvalue is yielded as a copy (a user trial found it did not compile).
+TEST(generator, yields_copies_of_const_lvalues) {
+  const std::vector<std::string> names{"x", "y"};
+  auto copies = [&]() -> corio::generator<std::string> {
+    for (const auto& name : names) {
+      co_yield name;
+    }
+    const std::string last = "z";
+    co_yield last;
+  };
+  std::vector<std::string> got;
+  for (std::string& name : copies()) {
+    got.push_back(std::move(name));  // the copy is the generator's to give away
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{"x", "y", "z"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"x", "y"}));
+}
+
 TEST(generator, abandoning_iteration_midway_destroys_the_frame) {
   auto owner = std::make_shared<int>(1);
   std::weak_ptr<int> watch = owner;

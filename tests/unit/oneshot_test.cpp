@@ -67,6 +67,21 @@ TEST(oneshot, the_sender_is_spent_by_send) {
   EXPECT_EQ(rx.try_recv().status, corio::channel_status::closed);
 }
 
+// An lvalue is sent as a copy, and a spent sender reports closed instead of throwing (a user trial
+// found the first did not compile and the second threw a message about a moved-from handle).
+TEST(oneshot, an_lvalue_is_sent_as_a_copy_and_a_spent_sender_is_closed) {
+  auto [tx, rx] = corio::oneshot<std::string>();
+  EXPECT_FALSE(tx.is_closed());
+  const std::string reply = "done";
+  EXPECT_TRUE(tx.send(reply));
+  EXPECT_EQ(reply, "done");
+  EXPECT_TRUE(tx.is_closed());
+  EXPECT_EQ(rx.try_recv().value, "done");
+  auto [tx2, rx2] = corio::oneshot<int>();
+  rx2 = {};
+  EXPECT_TRUE(tx2.is_closed());  // the receiver is gone
+}
+
 TEST(oneshot, a_reply_can_be_awaited_with_a_timeout_in_select) {
   auto [tx, rx] = corio::oneshot<int>();
   run_on_loop([&]() -> corio::task<void> {

@@ -1,9 +1,13 @@
+#include <corio/event.hpp>
 #include <corio/event_loop.hpp>
 #include <corio/task.hpp>
+#include <corio/time.hpp>
 #include <corio/watch.hpp>
+#include <corio/when_any.hpp>
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -11,6 +15,31 @@
 #include "support/cancel.hpp"
 
 namespace {
+
+// changed() goes into with_timeout and when_any (a user trial found neither compiled): a timed-out or
+// losing changed() marks nothing seen, so the next one still sees the change.
+TEST(watch, changed_goes_into_with_timeout_and_when_any_and_a_cancelled_one_marks_nothing_seen) {
+  auto [tx, rx] = corio::watch<int>(0);
+  corio::event other;
+  corio::event_loop loop;
+  int seen = loop.block_on([&]() -> corio::task<int> {
+    bool timed_out = false;
+    try {
+      (void)co_await corio::with_timeout(std::chrono::milliseconds(5), rx.changed());
+    } catch (const corio::timed_out&) {
+      timed_out = true;
+    }
+    EXPECT_TRUE(timed_out);
+    other.set();
+    auto first = co_await corio::when_any(other.wait(), rx.changed());  // nothing changed: the event wins
+    EXPECT_EQ(first.index(), 0u);
+    tx.send(7);
+    EXPECT_TRUE(co_await corio::with_timeout(std::chrono::seconds(10), rx.changed()));
+    co_return rx.borrow();
+  });
+  EXPECT_EQ(seen, 7);
+  EXPECT_FALSE(rx.has_changed());
+}
 
 TEST(watch, receivers_start_with_the_initial_value_seen) {
   auto [tx, rx] = corio::watch<std::string>("initial");

@@ -2,6 +2,7 @@
 #include <corio/sync_wait.hpp>
 #include <corio/task.hpp>
 #include <corio/when_all.hpp>
+#include <corio/when_any.hpp>
 
 #include <gtest/gtest.h>
 
@@ -25,6 +26,21 @@ TEST(when_all, collects_heterogeneous_results_in_a_tuple) {
   EXPECT_EQ(number, 3);
   EXPECT_EQ(word, "x");
   EXPECT_EQ(unit, std::monostate{});
+}
+
+// Operands that yield references give std::reference_wrapper to the same objects, in when_all and
+// in when_any (a user trial found neither compiled with task<T&>).
+TEST(when_all, references_come_back_as_reference_wrappers_to_the_same_objects) {
+  int a = 1;
+  int b = 2;
+  auto ref = [](int& to) -> corio::task<int&> { co_return to; };
+  auto [first, second] = corio::sync_wait(corio::when_all(ref(a), ref(b)));
+  first.get() = 10;
+  EXPECT_EQ(a, 10);
+  EXPECT_EQ(&second.get(), &b);
+  auto winner = corio::sync_wait(corio::when_any(ref(a), value_after_yields(3, 5)));
+  ASSERT_EQ(winner.index(), 0u);
+  EXPECT_EQ(&std::get<0>(winner).get(), &a);
 }
 
 TEST(when_all, runs_operands_concurrently_on_a_loop) {

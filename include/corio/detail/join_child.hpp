@@ -22,7 +22,9 @@
 #include <coroutine>
 #include <cstddef>
 #include <exception>
+#include <functional>
 #include <span>
+#include <type_traits>
 #include <utility>
 
 #include <corio/detail/awaitable_traits.hpp>
@@ -221,9 +223,14 @@ struct join_all_awaiter {
 template <class StartAll>
 join_all_awaiter(combinator_state&, std::size_t, StartAll) -> join_all_awaiter<StartAll>;
 
-/// `void` results become std::monostate so they can sit in a tuple or variant.
+/// `void` results become std::monostate, and lvalue references std::reference_wrapper, so they can
+/// sit in a tuple or variant (a variant cannot hold a reference; a user trial found when_all and
+/// when_any of task<T&> did not compile).
 template <class T>
-using non_void_t = std::conditional_t<std::is_void_v<T>, std::monostate, T>;
+using non_void_t =
+    std::conditional_t<std::is_void_v<T>, std::monostate,
+                       std::conditional_t<std::is_lvalue_reference_v<T>,
+                                          std::reference_wrapper<std::remove_reference_t<T>>, T>>;
 
 template <class T>
 non_void_t<T> take_non_void(result_slot<T>& slot) {
