@@ -86,7 +86,9 @@ class guarded_lock_awaiter : public waiter {
 /// on the unlocking thread if it waited on a plain thread). Cancelling a waiting task makes its
 /// lock() throw corio::cancelled without taking the lock. Every member is thread-safe; the lock is
 /// not tied to a thread or loop, so it may be unlocked anywhere. The mutex must outlive its waiters
-/// and must not be destroyed while locked.
+/// and must not be destroyed while locked. Not recursive, and it keeps no owner: a task that locks it
+/// again while holding it waits forever, as with Go's and tokio's mutexes (with_timeout around the
+/// lock() turns that into corio::timed_out).
 ///
 ///     corio::async_mutex mutex;
 ///     corio::task<> add(int x) {

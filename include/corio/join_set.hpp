@@ -60,7 +60,8 @@ task<void> join_set_child(std::shared_ptr<join_set_state<T>> state, task<T> body
 /// A set of spawned tasks whose results are taken in the order they finish. `spawn` starts a task on
 /// the calling executor; `co_await set.next()` waits for the next one to finish and returns its value
 /// (std::monostate for `void`), rethrows its exception, or returns nullopt once every task spawned so
-/// far was taken. Destroying the set cancels the tasks still running (their results are dropped);
+/// far was taken. Neither movable nor copyable (tokio's JoinSet moves): keep it where its owner
+/// lives, or in a std::unique_ptr. Destroying the set cancels the tasks still running (their results are dropped);
 /// `cancel_all()` does so without destroying it, and next() then yields what they return, their
 /// corio::cancelled included. next() is a cancellation point that loses no result. Not thread-safe:
 /// one owning task at a time (the children may run on any worker).

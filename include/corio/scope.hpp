@@ -99,7 +99,8 @@ task<void> scope_child(std::shared_ptr<scope_state> state, task<T> body) {
 /// and a child failure that join() never rethrew goes to the executor's unhandled-exception report
 /// (a runtime's hook, an event_loop's run()) instead of being lost. spawn() also takes a callable
 /// returning a task, kept alive inside the child (safe for capturing lambdas).
-/// spawn/join/cancel are thread-safe.
+/// spawn/join/cancel are thread-safe. Neither movable nor copyable: keep it where its owner lives,
+/// or in a std::unique_ptr.
 ///
 ///     corio::task_scope scope;
 ///     for (auto& url : urls) scope.spawn(fetch(url));
