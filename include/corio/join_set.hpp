@@ -60,8 +60,9 @@ task<void> join_set_child(std::shared_ptr<join_set_state<T>> state, task<T> body
 /// A set of spawned tasks whose results are taken in the order they finish. `spawn` starts a task on
 /// the calling executor; `co_await set.next()` waits for the next one to finish and returns its value
 /// (std::monostate for `void`), rethrows its exception, or returns nullopt once every task spawned so
-/// far was taken. Neither movable nor copyable (tokio's JoinSet moves): keep it where its owner
-/// lives, or in a std::unique_ptr. Destroying the set cancels the tasks still running (their results are dropped);
+/// far was taken. Move-only: a moved-from set is empty (next() yields nullopt, spawn() throws
+/// corio::invalid_task); do not move it while a next() of it is suspended. Destroying the set (or
+/// assigning another to it) cancels the tasks still running (their results are dropped);
 /// `cancel_all()` does so without destroying it, and next() then yields what they return, their
 /// corio::cancelled included. next() is a cancellation point that loses no result. Not thread-safe:
 /// one owning task at a time (the children may run on any worker).
@@ -76,9 +77,17 @@ class join_set {
   using value_type = detail::non_void_t<T>;
 
   join_set() = default;
-  join_set(const join_set&) = delete;
-  join_set& operator=(const join_set&) = delete;
-  ~join_set() { state_->cancel_all(); }
+  join_set(join_set&& other) noexcept
+      : state_(std::move(other.state_)), pending_(std::exchange(other.pending_, 0)) {}
+  join_set& operator=(join_set&& other) noexcept {
+    if (this != &other) {
+      cancel_all();
+      state_ = std::move(other.state_);
+      pending_ = std::exchange(other.pending_, 0);
+    }
+    return *this;
+  }
+  ~join_set() { cancel_all(); }
 
   /// Starts `body` on the executor running the caller. Throws std::logic_error outside an event loop
   /// or runtime, corio::invalid_task for an empty task, and the executor's stopped error.
@@ -89,6 +98,9 @@ class join_set {
     }
     if (!body.valid()) {
       throw invalid_task("corio::join_set::spawn: empty or finished task");
+    }
+    if (!state_) {
+      throw invalid_task("corio::join_set::spawn: the set was moved from");
     }
     auto handle = detail::spawn_on(*owner, detail::join_set_child(state_, std::move(body)));
     std::lock_guard lock(state_->mutex);
@@ -128,7 +140,11 @@ class join_set {
   bool empty() const noexcept { return pending_ == 0; }
 
   /// Thread-safe: asks every task still running to stop.
-  void cancel_all() { state_->cancel_all(); }
+  void cancel_all() {
+    if (state_) {
+      state_->cancel_all();
+    }
+  }
 
  private:
   std::shared_ptr<detail::join_set_state<T>> state_ = std::make_shared<detail::join_set_state<T>>();

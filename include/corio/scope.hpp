@@ -99,8 +99,9 @@ task<void> scope_child(std::shared_ptr<scope_state> state, task<T> body) {
 /// and a child failure that join() never rethrew goes to the executor's unhandled-exception report
 /// (a runtime's hook, an event_loop's run()) instead of being lost. spawn() also takes a callable
 /// returning a task, kept alive inside the child (safe for capturing lambdas).
-/// spawn/join/cancel are thread-safe. Neither movable nor copyable: keep it where its owner lives,
-/// or in a std::unique_ptr.
+/// spawn/join/cancel are thread-safe. Move-only, while no other thread uses it: a moved-from scope
+/// has no children (join() returns at once, spawn() throws corio::invalid_task), and assigning
+/// another scope to one does what destroying it does first.
 ///
 ///     corio::task_scope scope;
 ///     for (auto& url : urls) scope.spawn(fetch(url));
@@ -108,9 +109,15 @@ task<void> scope_child(std::shared_ptr<scope_state> state, task<T> body) {
 class task_scope {
  public:
   task_scope() = default;
-  task_scope(const task_scope&) = delete;
-  task_scope& operator=(const task_scope&) = delete;
-  ~task_scope() { state_->abandon(); }
+  task_scope(task_scope&& other) noexcept = default;
+  task_scope& operator=(task_scope&& other) noexcept {
+    if (this != &other) {
+      abandon();
+      state_ = std::move(other.state_);
+    }
+    return *this;
+  }
+  ~task_scope() { abandon(); }
 
   /// Starts `body` as a child on the executor running the caller. Throws std::logic_error outside an
   /// event loop or runtime, corio::invalid_task for an empty task.
@@ -122,6 +129,9 @@ class task_scope {
     }
     if (!body.valid()) {
       throw invalid_task("corio::task_scope::spawn: empty or finished task");
+    }
+    if (!state_) {
+      throw invalid_task("corio::task_scope::spawn: the scope was moved from");
     }
     state_->running.add(1);
     join_handle<void> handle;
@@ -146,6 +156,9 @@ class task_scope {
   /// Waits until every child has finished; rethrows the first failure.
   task<void> join() {
     std::shared_ptr<detail::scope_state> state = state_;
+    if (!state) {
+      co_return;  // moved from: no children
+    }
     bool cancelled_while_joining = false;
     try {
       co_await state->running.wait();
@@ -169,10 +182,19 @@ class task_scope {
   /// once every child has stopped (as a cancelled Trio nursery or Kotlin job does), and still
   /// rethrows a failure a child had on its own. To tell the awaiting task, throw corio::cancelled
   /// after the join.
-  void cancel() { state_->cancel_all(); }
+  void cancel() {
+    if (state_) {
+      state_->cancel_all();
+    }
+  }
 
  private:
   static task<void> wait_for(std::shared_ptr<detail::scope_state> state) { co_await state->running.wait(); }
+  void abandon() noexcept {
+    if (state_) {
+      state_->abandon();
+    }
+  }
 
   std::shared_ptr<detail::scope_state> state_ = std::make_shared<detail::scope_state>();
 };

@@ -41,6 +41,46 @@ TEST(task_scope, join_waits_for_every_child) {
   EXPECT_EQ(rt.block_on(parent()), 100);
 }
 
+// Sleeps for `delay`, then counts itself finished, or counts itself cancelled. Borrows nothing from
+// its parent's frame: an abandoned scope's child outlives the join.
+corio::task<void> counted_sleep(std::chrono::milliseconds delay, std::atomic<int>* finished,
+                                std::atomic<int>* cancelled) {
+  try {
+    co_await corio::sleep_for(delay);
+  } catch (const corio::cancelled&) {
+    cancelled->fetch_add(1);
+    throw;
+  }
+  finished->fetch_add(1);
+}
+
+// A scope moves while nobody else uses it: the moved-to scope joins the children, the moved-from
+// one has none (join returns at once) and refuses spawn; assigning over a scope cancels its children.
+TEST(task_scope, a_moved_scope_joins_its_children_and_the_moved_from_one_has_none) {
+  std::atomic<int> finished{0};
+  std::atomic<int> cancelled{0};
+  corio::runtime rt(two_workers());
+  rt.block_on([&]() -> corio::task<void> {
+    corio::task_scope first;
+    first.spawn(counted_sleep(1ms, &finished, &cancelled));
+    first.spawn(counted_sleep(2ms, &finished, &cancelled));
+    corio::task_scope second(std::move(first));
+    co_await first.join();
+    EXPECT_THROW(first.spawn(counted_sleep(1ms, &finished, &cancelled)), corio::invalid_task);
+    co_await second.join();
+    EXPECT_EQ(finished.load(), 2);
+    corio::task_scope long_running;
+    long_running.spawn(counted_sleep(10s, &finished, &cancelled));
+    long_running = std::move(second);  // the 10 s child is cancelled
+    co_await long_running.join();
+    for (int i = 0; i < 1000 && cancelled.load() == 0; ++i) {
+      co_await corio::sleep_for(1ms);
+    }
+  }());
+  EXPECT_EQ(finished.load(), 2);
+  EXPECT_EQ(cancelled.load(), 1);
+}
+
 TEST(task_scope, first_failure_cancels_siblings_and_is_rethrown_from_join) {
   corio::runtime rt(two_workers());
   std::atomic<int> cancelled{0};
