@@ -12,10 +12,60 @@
 #include <limits>
 #include <mutex>
 #include <stdexcept>
+#include <utility>
 
 #include <corio/detail/wait_list.hpp>
 
 namespace corio {
+
+class semaphore;
+
+/// Owns one permit of a semaphore and returns it when destroyed, on every path (tokio's
+/// SemaphorePermit). Move-only; a moved-from or default permit owns nothing. Not thread-safe itself
+/// (one owner), but it may be destroyed on any thread.
+///
+///     corio::semaphore_permit permit = co_await slots.acquire_permit();
+///     co_await download(u);            // the permit goes back when `permit` goes out of scope
+class semaphore_permit {
+ public:
+  semaphore_permit() noexcept = default;
+  /// Adopts a permit the caller already took (from try_acquire() or acquire()).
+  semaphore_permit(semaphore& owner, std::adopt_lock_t) noexcept : semaphore_(&owner) {}
+  semaphore_permit(semaphore_permit&& other) noexcept : semaphore_(std::exchange(other.semaphore_, nullptr)) {}
+  /// Returns the permit this one held, then takes over `other`'s.
+  semaphore_permit& operator=(semaphore_permit&& other) noexcept {
+    if (this != &other) {
+      reset();
+      semaphore_ = std::exchange(other.semaphore_, nullptr);
+    }
+    return *this;
+  }
+  ~semaphore_permit() { reset(); }
+
+  /// True if this permit holds one.
+  explicit operator bool() const noexcept { return semaphore_ != nullptr; }
+  /// Keeps the permit taken for good: the semaphore has one fewer from now on (tokio's forget).
+  void forget() noexcept { semaphore_ = nullptr; }
+  /// Returns the permit now, if this one holds it.
+  void reset() noexcept;
+
+ private:
+  semaphore* semaphore_ = nullptr;
+};
+
+namespace detail {
+
+/// Awaiter of semaphore::acquire_permit(): a waiter whose result is the permit.
+class permit_awaiter : public waiter {
+ public:
+  using waiter::waiter;
+  semaphore_permit await_resume() {
+    waiter::await_resume();
+    return semaphore_permit(*static_cast<semaphore*>(context()), std::adopt_lock);
+  }
+};
+
+}  // namespace detail
 
 /// A counting semaphore: acquire() takes one permit, suspending the coroutine (never the thread)
 /// while none is available; release() returns permits and grants them to waiters in FIFO order (the
@@ -41,6 +91,10 @@ class semaphore {
   /// is (or gets) cancelled before it obtains the permit, throws corio::cancelled and takes none.
   /// A copyable description (it may be passed to when_any); it does nothing until awaited.
   [[nodiscard]] detail::wait_operation<> acquire() noexcept { return {&waiters_, this, &ops}; }
+  /// acquire(), yielding a semaphore_permit that returns the permit when it goes.
+  [[nodiscard]] detail::wait_operation<detail::permit_awaiter> acquire_permit() noexcept {
+    return {&waiters_, this, &ops};
+  }
 
   /// Takes one permit if one is available; never suspends.
   bool try_acquire() noexcept {
@@ -69,6 +123,8 @@ class semaphore {
   }
 
  private:
+  friend class semaphore_permit;
+
   static bool take(void* self) noexcept {
     auto& sem = *static_cast<semaphore*>(self);
     if (sem.available_ == 0) {
@@ -91,5 +147,11 @@ class semaphore {
   detail::wait_list waiters_;
   std::size_t available_;  // guarded by waiters_.mutex()
 };
+
+inline void semaphore_permit::reset() noexcept {
+  if (semaphore* owner = std::exchange(semaphore_, nullptr)) {
+    owner->release_one();
+  }
+}
 
 }  // namespace corio

@@ -1,5 +1,6 @@
 #include <corio/event.hpp>
 #include <corio/event_loop.hpp>
+#include <corio/join_handle.hpp>
 #include <corio/semaphore.hpp>
 #include <corio/sync_wait.hpp>
 #include <corio/task.hpp>
@@ -32,6 +33,37 @@ TEST(semaphore, try_acquire_takes_permits_until_none_are_left) {
   EXPECT_EQ(sem.available(), 0u);
   sem.release(2);
   EXPECT_EQ(sem.available(), 2u);
+}
+
+// A permit returns itself when it goes, on the error path too (tokio's SemaphorePermit; a user
+// trial missed it): moved, it is returned once; forgotten, never; and a waiter gets a returned one.
+TEST(semaphore, a_permit_returns_itself_when_it_goes_and_a_forgotten_one_never) {
+  corio::semaphore sem(2);
+  run_on_loop([&]() -> corio::task<void> {
+    try {
+      corio::semaphore_permit permit = co_await sem.acquire_permit();
+      EXPECT_TRUE(permit);
+      EXPECT_EQ(sem.available(), 1u);
+      throw std::runtime_error("failed while holding it");
+    } catch (const std::runtime_error&) {
+    }
+    EXPECT_EQ(sem.available(), 2u);
+    corio::semaphore_permit first = co_await sem.acquire_permit();
+    corio::semaphore_permit moved = std::move(first);
+    EXPECT_FALSE(first);
+    corio::semaphore_permit second = co_await sem.acquire_permit();
+    EXPECT_EQ(sem.available(), 0u);
+    auto waiting = corio::spawn([](corio::semaphore& on) -> corio::task<bool> {
+      corio::semaphore_permit got = co_await on.acquire_permit();
+      co_return static_cast<bool>(got);
+    }(sem));
+    moved.reset();  // straight to the waiter
+    EXPECT_TRUE(co_await std::move(waiting));
+    EXPECT_EQ(sem.available(), 1u);
+    second.forget();
+    EXPECT_EQ(sem.available(), 1u);
+  });
+  EXPECT_EQ(sem.available(), 1u);
 }
 
 TEST(semaphore, acquire_with_a_permit_available_completes_without_suspending) {
