@@ -418,6 +418,40 @@ void io_awaiter::cancel_for_deadline() noexcept {
   }
 }
 
+void io_awaiter::keep_when_cancelled(accept_stash& stash, accept_waiter& waiter) noexcept {
+  accepted_ = &stash;
+  accept_waiter_ = &waiter;
+  waiter.op = &op_;
+}
+
+void io_awaiter::wait_for_kept_connection() noexcept { accepted_->wait(*accept_waiter_); }
+
+void io_awaiter::settle_accept() noexcept {
+  int handed = accepted_->stop_waiting(*accept_waiter_);
+  if (op_.result == -ECANCELED) {
+    if (int pending = accepted_->take_pending(op_.fd); pending >= 0) {
+      op_.result = pending;  // the kernel woke this accept for it, then cancelled it (accept_stash.hpp)
+    }
+  }
+  if (stop_ != nullptr && stop_->stop_requested()) {
+    // Its task is being cancelled: the connections it holds stay with the listener, and this accept
+    // ends cancelled. Its own deadline does not count: with_timeout then returns the connection, and
+    // the task goes on with it.
+    if (op_.result >= 0) {
+      accepted_->keep(std::exchange(op_.result, -ECANCELED));
+    }
+    if (handed >= 0) {
+      accepted_->keep(handed);
+    }
+  } else if (handed >= 0) {
+    if (op_.result >= 0) {
+      accepted_->keep(handed);  // the kernel gave it a connection before the hand-off's cancel: the next waiter's
+    } else {
+      op_.result = handed;  // the cancel the hand-off made (or the deadline, or a close) ended it
+    }
+  }
+}
+
 bool io_awaiter::check() {
   stop_callback_.reset();  // waits for a callback running on another thread
   if (op_.result > 0 && stash_ != nullptr && cancellation_requested()) {
@@ -426,12 +460,8 @@ bool io_awaiter::check() {
     stash_->keep_front({static_cast<const std::byte*>(op_.buffer), static_cast<std::size_t>(op_.result)});
     op_.result = -ECANCELED;
   }
-  if (op_.result >= 0 && accepted_ != nullptr && stop_ != nullptr && stop_->stop_requested()) {
-    // An accept that took a connection for a task being cancelled: the listener keeps it for its
-    // next accept, and this one ends cancelled (accept_stash.hpp). Its own deadline does not count:
-    // with_timeout then returns the connection, and the task goes on with it.
-    accepted_->keep(op_.result);
-    op_.result = -ECANCELED;
+  if (accepted_ != nullptr) {
+    settle_accept();
   }
   if (op_.result >= 0) {
     if (error_ != nullptr && *error_) {

@@ -1,9 +1,13 @@
 // corio::detail::accept_stash: the design note is in include/corio/detail/accept_stash.hpp.
 #include <corio/detail/accept_stash.hpp>
 
+#include <sys/socket.h>
+
 #include <new>
+#include <utility>
 #include <vector>
 
+#include <corio/detail/io_op.hpp>
 #include <corio/detail/socket.hpp>
 
 namespace corio::detail {
@@ -26,6 +30,15 @@ void accept_stash::keep(int fd) noexcept {
   {
     std::lock_guard lock(mutex_);
     if (!closed_) {
+      if (accept_waiter* oldest = first_waiting_) {
+        first_waiting_ = oldest->next;
+        if (first_waiting_ == nullptr) {
+          last_waiting_ = nullptr;
+        }
+        oldest->listed = false;
+        hand(*oldest, fd);
+        return;
+      }
       try {
         kept_.push_back(fd);
         count_.store(kept_.size(), std::memory_order_relaxed);
@@ -36,6 +49,57 @@ void accept_stash::keep(int fd) noexcept {
     }
   }
   close_socket(fd);
+}
+
+void accept_stash::wait(accept_waiter& waiter) noexcept {
+  std::lock_guard lock(mutex_);
+  waiter.registered = true;
+  if (!kept_.empty()) {
+    int fd = kept_.front();  // kept after start() looked: this accept takes it now
+    kept_.erase(kept_.begin());
+    count_.store(kept_.size(), std::memory_order_relaxed);
+    hand(waiter, fd);
+    return;
+  }
+  waiter.next = nullptr;
+  waiter.listed = true;
+  (last_waiting_ != nullptr ? last_waiting_->next : first_waiting_) = &waiter;
+  last_waiting_ = &waiter;
+}
+
+int accept_stash::take_pending(int listener) noexcept {
+  std::lock_guard lock(mutex_);
+  if (closed_ || first_waiting_ == nullptr) {
+    return -1;
+  }
+  int fd = ::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  return fd >= 0 ? fd : -1;  // EAGAIN: nothing was left behind
+}
+
+int accept_stash::stop_waiting(accept_waiter& waiter) noexcept {
+  if (!waiter.registered) {
+    return -1;
+  }
+  std::lock_guard lock(mutex_);
+  waiter.registered = false;
+  if (waiter.listed) {
+    accept_waiter* before = nullptr;
+    accept_waiter* at = first_waiting_;
+    while (at != &waiter) {  // a handful of accepts wait on one listener at most
+      before = std::exchange(at, at->next);
+    }
+    (before != nullptr ? before->next : first_waiting_) = waiter.next;
+    if (last_waiting_ == &waiter) {
+      last_waiting_ = before;
+    }
+    waiter.listed = false;
+  }
+  return std::exchange(waiter.handed, -1);
+}
+
+void accept_stash::hand(accept_waiter& waiter, int fd) noexcept {
+  waiter.handed = fd;
+  request_io_cancel(*waiter.op);  // its op is alive: it unlists under the mutex this caller holds
 }
 
 void accept_stash::close_all() noexcept {

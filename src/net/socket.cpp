@@ -16,6 +16,14 @@ int open_socket(int family, int type) noexcept {
   return fd >= 0 ? fd : -errno;
 }
 
+accept_fd_awaiter::~accept_fd_awaiter() {
+  if (stash_ != nullptr) {
+    if (int handed = stash_->stop_waiting(waiter_); handed >= 0) {
+      stash_->keep(handed);
+    }
+  }
+}
+
 std::size_t send_all_awaiter::await_resume() {
   if (op_.result >= 0 && op_.transferred < op_.whole_size) {
     op_.result = -ECANCELED;  // stopped part-way: only a cancellation (or the executor's shutdown) does that

@@ -226,7 +226,7 @@ tcp_listener tcp_listener::bind(const endpoint& local, listen_options options, s
   }
   if (!error) {
     try {
-      listener.stash_ = std::make_unique<corio::detail::accept_stash>();
+      listener.stash_ = std::make_shared<corio::detail::accept_stash>();
     } catch (const std::bad_alloc&) {
       error = std::make_error_code(std::errc::not_enough_memory);
       listener.close();

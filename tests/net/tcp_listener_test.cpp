@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstring>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -187,6 +188,24 @@ TYPED_TEST(listener, a_listener_closed_on_another_thread_ends_its_accept_and_fre
       again = tcp_listener::bind(at, {}, error);
     }
     EXPECT_FALSE(error) << "round " << round << ": " << error.message();
+  }
+}
+
+// A listener destroyed on a plain thread while two tasks wait in its accept: both accepts end
+// cancelled and touch nothing of it when they resume (their connection stash is shared with them).
+TYPED_TEST(listener, a_listener_destroyed_while_accepts_wait_ends_them_cancelled) {
+  corio::runtime rt(runtime_options(TestFixture::backend, 2));
+  for (int round = 0; round < 10; ++round) {
+    std::optional<tcp_listener> listener(tcp_listener::bind(endpoint::loopback_v4(0)));
+    auto first = rt.spawn(accept_once(*listener));
+    auto second = rt.spawn(accept_once(*listener));
+    std::this_thread::sleep_for(10ms);  // both accepts wait in the reactors
+    listener.reset();
+    for (auto* acceptor : {&first, &second}) {
+      std::error_code accepted =
+          rt.block_on([&]() -> corio::task<std::error_code> { co_return co_await std::move(*acceptor); });
+      EXPECT_EQ(accepted, std::errc::operation_canceled) << "round " << round << ": " << accepted.message();
+    }
   }
 }
 

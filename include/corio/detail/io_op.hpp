@@ -99,6 +99,7 @@
 namespace corio::detail {
 
 class accept_stash;
+struct accept_waiter;
 class io_slot;
 struct io_source;
 
@@ -235,6 +236,9 @@ class io_awaiter {
   /// The thread that owns op_ now (the submitting thread, or the home slot's when it takes a handed-off
   /// op): registers the stop callback on the task's stop state; it may run at once.
   void arm_cancellation() noexcept {
+    if (accept_waiter_ != nullptr) [[unlikely]] {
+      wait_for_kept_connection();
+    }
     if (stop_ != nullptr && stop_->stop_possible()) {
       stop_callback_.emplace(*stop_, on_stop{&op_});
     }
@@ -252,9 +256,10 @@ class io_awaiter {
 
   /// A stream read: bytes it completes with while being cancelled go to `stash`.
   void keep_when_cancelled(read_stash* stash) noexcept { stash_ = stash; }
-  /// A listener's accept: takes a kept connection first; one it completes with while its task is
-  /// being cancelled goes to `stash`.
-  void keep_when_cancelled(accept_stash* stash) noexcept { accepted_ = stash; }
+  /// A listener's accept (from await_suspend, where the awaiter stays put): takes a connection kept in
+  /// `stash` first, is woken for one kept while it waits (listed through `waiter`), and leaves there
+  /// the one it completes with while its task is being cancelled.
+  void keep_when_cancelled(accept_stash& stash, accept_waiter& waiter) noexcept;
 
   io_op op_;
 
@@ -265,6 +270,11 @@ class io_awaiter {
   };
 
   [[noreturn]] static void abandoned_in_flight() noexcept;
+  /// arm_cancellation() for an accept: lists it in its listener's stash (accept_stash.hpp).
+  void wait_for_kept_connection() noexcept;
+  /// check() for an accept: takes a connection handed to it while it waited, and leaves with the
+  /// stash the connections a task being cancelled holds (accept_stash.hpp).
+  void settle_accept() noexcept;
   /// After a cancelled completion: whether a deadline is what cancelled it (the timer's callback
   /// called cancel_for_deadline, or it carried a linked timeout whose time has come; a cancel for
   /// another reason, such as its socket closed under it, before that time is not a timeout).
@@ -278,6 +288,7 @@ class io_awaiter {
   bool deadline_cancel_ = false;  // cancel_for_deadline ran (written before the timer's disarm returns)
   read_stash* stash_ = nullptr;   // a stream read's: where check() keeps bytes that arrived for a cancelled read
   accept_stash* accepted_ = nullptr;  // a listener accept's: where check() keeps a cancelled task's connection
+  accept_waiter* accept_waiter_ = nullptr;  // an awaited accept's entry in that stash (set when it starts)
   std::optional<stop_callback<on_stop>> stop_callback_;
 };
 

@@ -7,9 +7,11 @@
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <system_error>
 #include <utility>
 
+#include <corio/detail/accept_stash.hpp>
 #include <corio/detail/io_op.hpp>
 #include <corio/detail/io_source.hpp>
 
@@ -119,25 +121,31 @@ class send_all_awaiter : public io_awaiter {
 
 /// accept on a listening socket; yields the new descriptor (-1 on error) and fills in the peer address
 /// (left empty when the listener's multishot accept, given as `source`, served it, or when `stash`
-/// did). Given the listener's `stash`, it takes a connection kept there first, and keeps there the
-/// one it completes with for a task being cancelled (accept_stash.hpp).
+/// did). Given the listener's `stash`, it takes a connection kept there first, is woken for one kept
+/// while it waits, and keeps there the one it completes with for a task being cancelled
+/// (accept_stash.hpp).
 class accept_fd_awaiter : public io_awaiter {
  public:
   accept_fd_awaiter(socket_id socket, const char* what, std::error_code* error,
-                    std::atomic<io_source*>* source = nullptr, accept_stash* stash = nullptr) noexcept
-      : io_awaiter(what, error) {
+                    std::atomic<io_source*>* source = nullptr, std::shared_ptr<accept_stash> stash = nullptr) noexcept
+      : io_awaiter(what, error), stash_(std::move(stash)) {
     op_.kind = io_kind::accept;
     target(socket);
     op_.source = source;
-    keep_when_cancelled(stash);
   }
   accept_fd_awaiter(accept_fd_awaiter&& other) noexcept = default;
+  /// A frame destroyed while this accept waited (its executor's shutdown): unlists it from the stash
+  /// and leaves there a connection handed to it.
+  ~accept_fd_awaiter();
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> self) {
     address_length_ = sizeof(address_);
     op_.buffer = &address_;
     op_.address_length = &address_length_;
+    if (stash_ != nullptr) {
+      keep_when_cancelled(*stash_, waiter_);
+    }
     return start(self);
   }
   int await_resume() { return check() ? op_.result : -1; }
@@ -145,6 +153,10 @@ class accept_fd_awaiter : public io_awaiter {
  protected:
   sockaddr_storage address_{};
   socklen_t address_length_ = 0;
+
+ private:
+  std::shared_ptr<accept_stash> stash_;  // shared with the listener: an accept may outlive it
+  accept_waiter waiter_;
 };
 
 }  // namespace corio::detail

@@ -41,7 +41,9 @@ class accept_awaiter : public corio::detail::accept_fd_awaiter {
 /// are reported by that accept only: the listener stays usable. Closing the listener on its thread ends
 /// the accepts waiting on it with std::errc::operation_canceled. An accept is cancel-safe: a connection
 /// it took for a task being cancelled (a when_any branch that lost in the same turn) stays with the
-/// listener, and its next accept returns it first (closing the listener closes it). On io_uring one
+/// listener: an accept waiting on it gets it at once, else its next accept returns it first (closing
+/// the listener closes it). Destroying the listener while accepts wait ends them cancelled, as
+/// closing it does. On io_uring one
 /// multishot accept serves every accept; connections that arrive with no accept waiting are queued (up
 /// to 64, then the kernel's backlog holds the rest). Its state lives in the reactor of the thread that
 /// accepted first; on a runtime of several workers, an accept from a task on another worker is handed
@@ -75,10 +77,10 @@ class tcp_listener {
   /// Waits for the next connection; yields it as a connected stream (closed, on error, in the
   /// error_code form).
   detail::accept_awaiter accept() noexcept {
-    return {socket_.id(), accept_name, nullptr, source_.slot(), stash_.get()};
+    return {socket_.id(), accept_name, nullptr, source_.slot(), stash_};
   }
   detail::accept_awaiter accept(std::error_code& error) noexcept {
-    return {socket_.id(), accept_name, &error, source_.slot(), stash_.get()};
+    return {socket_.id(), accept_name, &error, source_.slot(), stash_};
   }
 
   endpoint local_endpoint() const;
@@ -87,7 +89,7 @@ class tcp_listener {
   void close() noexcept {
     source_.close();  // the state stays allocated until the object goes: detail/io_source.hpp, "Lifetime"
     if (stash_ != nullptr) {
-      stash_->close_all();  // stays allocated too: an accept in flight may still keep a connection there
+      stash_->close_all();  // stays allocated too, shared with the accepts made from this listener
     }
     socket_.reset();
   }
@@ -96,7 +98,7 @@ class tcp_listener {
   static constexpr const char* accept_name = "corio::net::tcp_listener::accept";
   corio::detail::socket_fd socket_;
   corio::detail::io_source_ref source_;  // io_uring: the multishot accept's state; released first
-  std::unique_ptr<corio::detail::accept_stash> stash_;  // connections cancelled accepts took (accept_stash.hpp)
+  std::shared_ptr<corio::detail::accept_stash> stash_;  // connections cancelled accepts took (accept_stash.hpp)
 };
 
 }  // namespace corio::net
