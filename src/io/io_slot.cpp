@@ -153,17 +153,28 @@ void io_slot::take_handed_off(io_op& op) noexcept {
   op.awaiter->arm_cancellation();  // may run at once: request_cancel then queues it here
 }
 
-reactor& io_slot::ensure_reactor() {
+int io_slot::ensure_reactor() {
   if (reactor_ == nullptr) {
-    reactor_ = make_reactor(requested_, thread_bound_).release();
+    try {
+      reactor_ = make_reactor(requested_, thread_bound_).release();
+    } catch (const std::system_error& failure) {
+      int error = &failure.code().category() == &std::system_category() ? failure.code().value() : 0;
+      if (error == EMFILE || error == ENFILE) {
+        return -error;  // out of descriptors for the ring or eventfd: this operation fails, the next tries again
+      }
+      throw;
+    }
     backend_.store(reactor_->kind(), std::memory_order_release);
     parker_.set_backend(this);
   }
-  return *reactor_;
+  return 0;
 }
 
 io_slot* io_slot::route(io_op& op) {
-  ensure_reactor();
+  if (int error = ensure_reactor(); error != 0) {
+    op.result = error;
+    return nullptr;
+  }
   if (op.fd < 0) {
     op.result = -EBADF;  // a closed, moved-from or default-constructed socket: no state to look up
     return nullptr;
@@ -201,10 +212,9 @@ io_slot* io_slot::route(io_op& op) {
 }
 
 bool io_slot::link_deadline(io_op& op, std::chrono::steady_clock::time_point deadline) {
-  if (shut_down_) {
-    return false;
+  if (shut_down_ || ensure_reactor() != 0) {
+    return false;  // out of descriptors: submit() fails the op the same way
   }
-  ensure_reactor();
   // Asked before routing: an op a multishot state would serve takes the timer path anyway, and only
   // its submit() may create that state (submitted at once, so no state is left without a reactor).
   if (!reactor_->can_link_deadline(op) || route(op) != this) {

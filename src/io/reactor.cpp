@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -30,28 +31,37 @@ choice decide_automatic() {
     throw std::system_error(std::make_error_code(std::errc::invalid_argument),
                             "corio: CORIO_BACKEND must be io_uring or epoll, not '" + std::string(name) + "'");
   }
-  if (int error = probe_io_uring(); error != 0) {
+  if (int error = probe_io_uring(); error == EMFILE || error == ENFILE) {
+    // Out of descriptors says nothing about io_uring: decide at the next reactor's creation (call_once
+    // runs again after a throw), rather than leave the process on epoll for good.
+    throw std::system_error(error, std::system_category(), "corio: choosing the I/O backend: io_uring_setup");
+  } else if (error != 0) {
     return {io_backend::epoll, std::string("io_uring unavailable: io_uring_setup failed: ") + std::strerror(error)};
   }
   return {io_backend::io_uring, "io_uring_setup works here"};
 }
 
 // Once per process: resolve `automatic` and print the one log line. An explicit request is logged
-// the first time it is seen, so the line always says what the first reactor used and why.
+// the first time it is seen, so the line always says what the first reactor used and why. A mutex,
+// not call_once: a choice that throws (out of descriptors) is made again by the next reactor, and
+// ThreadSanitizer's call_once never lets go of a call that threw.
 io_backend resolve(io_backend requested) {
-  static std::once_flag logged;
-  static choice automatic;
-  static std::once_flag decided;
+  static std::mutex mutex;
+  static std::optional<choice> automatic;
+  static bool logged = false;
+  std::lock_guard lock(mutex);
+  const char* why = "requested by the executor's options";
   if (requested == io_backend::automatic) {
-    std::call_once(decided, [] { automatic = decide_automatic(); });
-    std::call_once(logged, [] {
-      std::fprintf(stderr, "corio: I/O backend %s (%s)\n", to_string(automatic.backend).data(), automatic.reason.c_str());
-    });
-    return automatic.backend;
+    if (!automatic) {
+      automatic = decide_automatic();
+    }
+    requested = automatic->backend;
+    why = automatic->reason.c_str();
   }
-  std::call_once(logged, [requested] {
-    std::fprintf(stderr, "corio: I/O backend %s (requested by the executor's options)\n", to_string(requested).data());
-  });
+  if (!logged) {
+    logged = true;
+    std::fprintf(stderr, "corio: I/O backend %s (%s)\n", to_string(requested).data(), why);
+  }
   return requested;
 }
 

@@ -115,7 +115,8 @@ class io_slot final : private park_backend {
   };
 
   /// Owning thread. Starts `op` here (creating the reactor on first use) or hands it to its socket's
-  /// home slot. Throws std::system_error if the reactor cannot be created.
+  /// home slot. Throws std::system_error if the reactor cannot be created, unless for want of
+  /// descriptors: the op then finishes with -EMFILE or -ENFILE.
   submitted submit(io_op& op);
 
   /// Owning thread, just before submit(op) (io_op.hpp, "Linked deadlines"). If the reactor will issue
@@ -205,7 +206,10 @@ class io_slot final : private park_backend {
   };
 
  private:
-  reactor& ensure_reactor();
+  /// Creates the reactor on first use. Returns 0, or -EMFILE / -ENFILE when the process is out of
+  /// descriptors (transient: the caller's op fails with it, and the next op tries again); any other
+  /// failure (no io_uring where it was asked for by name, a bad CORIO_BACKEND) throws std::system_error.
+  int ensure_reactor();
   /// Where `op` runs: this slot, or the home slot of its socket's multishot state (see "Multishot";
   /// the source is dropped from ops that run here without it); null if it cannot run (op.result is
   /// set). Creates the reactor on first use.
