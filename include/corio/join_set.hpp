@@ -1,6 +1,7 @@
 #pragma once
 // corio::join_set<T>: spawn many tasks, take their results in completion order (tokio's JoinSet, Go's
 // errgroup without the context).
+#include <coroutine>
 #include <cstddef>
 #include <deque>
 #include <exception>
@@ -14,12 +15,17 @@
 #include <corio/detail/executor.hpp>
 #include <corio/detail/join_child.hpp>
 #include <corio/detail/result_slot.hpp>
+#include <corio/detail/wait_list.hpp>
 #include <corio/errors.hpp>
 #include <corio/join_handle.hpp>
 #include <corio/semaphore.hpp>
 #include <corio/task.hpp>
 
 namespace corio {
+
+template <class T>
+class join_set;
+
 namespace detail {
 
 /// What the set and its children share; children hold it, so it outlives a set destroyed early.
@@ -55,6 +61,59 @@ task<void> join_set_child(std::shared_ptr<join_set_state<T>> state, task<T> body
   state->finished.release();
 }
 
+/// The awaiter of join_set::next(): a wait for the set's next outcome (a permit of `finished`) that
+/// takes the outcome only in await_resume, once the wait is known to complete: a next() whose task
+/// was stopped first (cancelled, past with_timeout's deadline, or a when_any branch that lost, which
+/// when_any stops before the loser's await_resume runs) gives the permit back and takes nothing.
+template <class T>
+class join_set_next_awaiter {
+ public:
+  explicit join_set_next_awaiter(join_set<T>& set) noexcept : set_(&set) {
+    if (set.pending_ != 0) {
+      wait_operation<> next_outcome = set.state_->finished.acquire();
+      wait_.emplace(*next_outcome.list, next_outcome.context, *next_outcome.ops);
+    }
+  }
+
+  bool await_ready() const noexcept { return !wait_; }  // none left: nullopt at once
+
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> self) {
+    return wait_->await_suspend(self);
+  }
+
+  std::optional<non_void_t<T>> await_resume() {
+    if (!wait_) {
+      return std::nullopt;
+    }
+    wait_->await_resume();  // throws corio::cancelled, giving the permit back, if stopped first
+    result_slot<T> outcome;
+    {
+      std::lock_guard lock(set_->state_->mutex);
+      outcome = std::move(set_->state_->outcomes.front());
+      set_->state_->outcomes.pop_front();
+    }
+    --set_->pending_;
+    if constexpr (std::is_void_v<T>) {
+      outcome.take();
+      return std::monostate{};
+    } else {
+      return outcome.take();
+    }
+  }
+
+ private:
+  join_set<T>* set_;
+  std::optional<waiter> wait_;
+};
+
+/// What join_set::next() returns: `co_await` makes the immovable awaiter in the awaiting frame.
+template <class T>
+struct join_set_next {
+  join_set<T>* set;
+  join_set_next_awaiter<T> operator co_await() const noexcept { return join_set_next_awaiter<T>(*set); }
+};
+
 }  // namespace detail
 
 /// A set of spawned tasks whose results are taken in the order they finish. `spawn` starts a task on
@@ -64,7 +123,8 @@ task<void> join_set_child(std::shared_ptr<join_set_state<T>> state, task<T> body
 /// corio::invalid_task); do not move it while a next() of it is suspended. Destroying the set (or
 /// assigning another to it) cancels the tasks still running (their results are dropped);
 /// `cancel_all()` does so without destroying it, and next() then yields what they return, their
-/// corio::cancelled included. next() is a cancellation point that loses no result. Not thread-safe:
+/// corio::cancelled included. next() is a cancellation point that loses no result: one cancelled, timed
+/// out or beaten in a when_any takes none, and the next next() returns it. Not thread-safe:
 /// one owning task at a time (the children may run on any worker).
 ///
 ///     corio::join_set<int> set;
@@ -114,26 +174,10 @@ class join_set {
     spawn(detail::invoke_keeping(std::decay_t<F>(std::forward<F>(make))));
   }
 
-  /// The next task to finish: its value, its exception rethrown, or nullopt if none is left.
-  task<std::optional<value_type>> next() {
-    if (pending_ == 0) {
-      co_return std::nullopt;
-    }
-    co_await state_->finished.acquire();
-    detail::result_slot<T> outcome;
-    {
-      std::lock_guard lock(state_->mutex);
-      outcome = std::move(state_->outcomes.front());
-      state_->outcomes.pop_front();
-    }
-    --pending_;
-    if constexpr (std::is_void_v<T>) {
-      outcome.take();
-      co_return std::monostate{};
-    } else {
-      co_return outcome.take();
-    }
-  }
+  /// The next task to finish: its value, its exception rethrown, or nullopt if none is left. A
+  /// copyable description (it may be passed to when_any or with_timeout); it does nothing until
+  /// awaited.
+  [[nodiscard]] detail::join_set_next<T> next() noexcept { return detail::join_set_next<T>{this}; }
 
   /// Tasks spawned and not yet returned by next().
   std::size_t size() const noexcept { return pending_; }
@@ -147,6 +191,8 @@ class join_set {
   }
 
  private:
+  friend class detail::join_set_next_awaiter<T>;
+
   std::shared_ptr<detail::join_set_state<T>> state_ = std::make_shared<detail::join_set_state<T>>();
   std::size_t pending_ = 0;
 };
