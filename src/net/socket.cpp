@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <stdexcept>
 #include <string>
 
 namespace corio {
@@ -24,7 +25,16 @@ accept_fd_awaiter::~accept_fd_awaiter() {
   }
 }
 
+void writer_flag::claim(const char* what) {
+  if (busy_.exchange(true, std::memory_order_acquire)) {
+    throw std::logic_error(std::string(what) +
+                           ": another write is in flight on this stream (one writer at a time: their bytes "
+                           "would interleave)");
+  }
+}
+
 std::size_t send_all_awaiter::await_resume() {
+  writer_.release();
   if (op_.result >= 0 && op_.transferred < op_.whole_size) {
     op_.result = -ECANCELED;  // stopped part-way: only a cancellation (or the executor's shutdown) does that
   }

@@ -13,6 +13,8 @@
 #include <chrono>
 #include <cstddef>
 #include <span>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "support/net.hpp"
@@ -163,6 +165,45 @@ TYPED_TEST(write_all, text_is_written_whole_and_its_error_code_form_stores_the_e
     EXPECT_EQ(co_await server.write_all("after shutdown", error), 0u);
     EXPECT_EQ(error, std::errc::broken_pipe) << error.message();
   });
+}
+
+// A write started while another is in flight on the same stream throws std::logic_error naming it
+// (a user trial saw two writers' bytes interleave), in either form and for write_some too; the first
+// write goes on whole, and a write after it is served. On a runtime of two workers, so the writers
+// may run on either.
+corio::task<void> a_second_writer_is_refused() {
+  auto [client, server] = co_await connected_pair();
+  const std::vector<std::byte> sent = pattern(8 * 1024 * 1024);  // more than the socket buffers hold
+  auto first = corio::spawn([](tcp_stream& s, const std::vector<std::byte>& data) -> corio::task<std::size_t> {
+    co_return co_await s.write_all(data);
+  }(server, sent));
+  co_await corio::sleep_for(10ms);  // the first write waits for room
+  std::string refused;
+  try {
+    co_await corio::with_timeout(1s, server.write_all("second"));  // a write let through would wait
+  } catch (const std::logic_error& misuse) {
+    refused = misuse.what();
+  } catch (const corio::timed_out&) {
+  }
+  EXPECT_NE(refused.find("corio::net::tcp_stream::write_all: another write is in flight"), std::string::npos)
+      << refused;
+  std::error_code error;
+  EXPECT_THROW(co_await corio::with_timeout(1s, server.write_all("second", error)), std::logic_error);
+  EXPECT_THROW(co_await corio::with_timeout(1s, server.write_some(std::as_bytes(std::span("x", 1)), error)),
+               std::logic_error);
+  std::vector<std::byte> received(sent.size());
+  EXPECT_EQ(co_await client.read_exact(received), sent.size());
+  EXPECT_EQ(co_await std::move(first), sent.size());
+  EXPECT_TRUE(received == sent) << "the first write's bytes were mixed with another's";
+  EXPECT_EQ(co_await server.write_all("after"), 5u);
+  std::byte after[5];
+  EXPECT_EQ(co_await client.read_exact(after), 5u);
+  EXPECT_EQ(text(after), "after");
+}
+
+TYPED_TEST(write_all, a_write_started_while_another_is_in_flight_is_refused) {
+  corio::runtime rt(runtime_options(TestFixture::backend, 2));
+  rt.block_on(a_second_writer_is_refused());
 }
 
 }  // namespace

@@ -53,7 +53,8 @@ class connect_awaiter : public corio::detail::io_awaiter {
 /// the operation ("corio::net::tcp_stream::read_some: Connection reset by peer"); the one taking a
 /// std::error_code& stores the error instead. Cancelling the task (join_handle::cancel, when_any,
 /// with_timeout) cancels the operation in the kernel and completes it with corio::cancelled (or
-/// std::errc::operation_canceled). Not thread-safe: one reader and one writer at a time. Cancel an
+/// std::errc::operation_canceled). Not thread-safe: one reader and one writer at a time (a write started
+/// while another is in flight on the stream throws std::logic_error rather than mix their bytes). Cancel an
 /// operation before closing or destroying its stream; a pending read closed under, on any thread,
 /// still ends with std::errc::operation_canceled (README, Limitations). On io_uring, the stream's
 /// reads go through the registered file of the reactor that first read it (with
@@ -119,11 +120,11 @@ class tcp_stream {
   /// Writes some of `data` (at least one byte unless it is empty); yields the count.
   corio::detail::transfer_awaiter write_some(std::span<const std::byte> data) noexcept {
     return {corio::detail::io_kind::send, socket_.id(), data.data(), data.size(), write_some_name, nullptr,
-            source_.slot()};
+            source_.slot(), nullptr, &writer_};
   }
   corio::detail::transfer_awaiter write_some(std::span<const std::byte> data, std::error_code& error) noexcept {
     return {corio::detail::io_kind::send, socket_.id(), data.data(), data.size(), write_some_name, &error,
-            source_.slot()};
+            source_.slot(), nullptr, &writer_};
   }
 
   /// Fills `buffer` completely. If the peer closes first: throws std::system_error with
@@ -138,10 +139,10 @@ class tcp_stream {
   /// bounded). Yields the bytes written: all of them, or, in the error_code form, how many went out
   /// before the error. `data` must stay valid until the write finishes.
   corio::detail::send_all_awaiter write_all(std::span<const std::byte> data) noexcept {
-    return {socket_.id(), data.data(), data.size(), write_all_name, nullptr, source_.slot()};
+    return {socket_.id(), data.data(), data.size(), write_all_name, nullptr, source_.slot(), &writer_};
   }
   corio::detail::send_all_awaiter write_all(std::span<const std::byte> data, std::error_code& error) noexcept {
-    return {socket_.id(), data.data(), data.size(), write_all_name, &error, source_.slot()};
+    return {socket_.id(), data.data(), data.size(), write_all_name, &error, source_.slot(), &writer_};
   }
   corio::detail::send_all_awaiter write_all(std::string_view text) noexcept {
     return write_all(std::as_bytes(std::span(text)));
@@ -182,6 +183,7 @@ class tcp_stream {
   corio::detail::socket_fd socket_;
   corio::detail::io_source_ref source_;  // io_uring: the registered file (and multishot recv) state; released before the socket
   corio::detail::read_stash stash_;  // bytes read for a cancelled read, returned by the next one
+  corio::detail::writer_flag writer_;  // held by the write in flight: a second one throws
 };
 
 }  // namespace corio::net
