@@ -66,6 +66,9 @@ class runtime {
 
   runtime();
   explicit runtime(options opts);
+  /// shutdown(), then frees the runtime. Destroying it on one of its own workers (the last owner of a
+  /// shared_ptr to it dropped inside one of its tasks) cannot join that worker: shutdown() throws
+  /// there, and a destructor that throws calls std::terminate, with the message (tokio panics alike).
   ~runtime();
   runtime(const runtime&) = delete;
   runtime& operator=(const runtime&) = delete;

@@ -60,10 +60,11 @@ class connect_awaiter : public corio::detail::io_awaiter {
 /// reads go through the registered file of the reactor that first read it (with
 /// CORIO_URING_MULTISHOT=all, from one multishot recv into that reactor's buffer ring, which keeps
 /// data that arrives before a read); a read from another worker of the same runtime is handed to that
-/// reactor's worker, and the task resumes there; reading it from another loop's task fails with
-/// corio::net::errc::served_by_another_reactor, and so does reading it from another runtime's task
-/// with CORIO_URING_MULTISHOT=all (that reactor's multishot recv takes the data); it may be closed or
-/// destroyed anywhere.
+/// reactor's worker, and the task resumes there; reading it from another event loop's or one-worker
+/// runtime's task fails with corio::net::errc::served_by_another_reactor (every task there runs on
+/// one thread: nowhere to hand the read to), and so does reading it from a several-worker runtime's
+/// task with CORIO_URING_MULTISHOT=all (that reactor's multishot recv takes the data); it may be
+/// closed or destroyed anywhere.
 ///
 ///     auto stream = co_await corio::net::tcp_stream::connect(*corio::net::endpoint::parse("127.0.0.1:7"));
 ///     co_await stream.write_all("ping\n");
