@@ -25,12 +25,10 @@ accept_fd_awaiter::~accept_fd_awaiter() {
   }
 }
 
-void writer_flag::claim(const char* what) {
-  if (busy_.exchange(true, std::memory_order_acquire)) {
-    throw std::logic_error(std::string(what) +
-                           ": another write is in flight on this stream (one writer at a time: their bytes "
-                           "would interleave)");
-  }
+void writer_flag::refuse(const char* what) {
+  throw std::logic_error(std::string(what) +
+                         ": another write is in flight on this stream (one writer at a time: their bytes "
+                         "would interleave)");
 }
 
 std::size_t send_all_awaiter::await_resume() {

@@ -78,10 +78,16 @@ class writer_flag {
   writer_flag& operator=(writer_flag&&) noexcept { return *this; }
 
   /// Takes the flag, or throws std::logic_error naming `what` if a write holds it.
-  void claim(const char* what);
+  void claim(const char* what) {
+    if (busy_.exchange(true, std::memory_order_acquire)) {
+      refuse(what);
+    }
+  }
   void release() noexcept { busy_.store(false, std::memory_order_release); }
 
  private:
+  [[noreturn]] static void refuse(const char* what);
+
   std::atomic<bool> busy_{false};
 };
 
