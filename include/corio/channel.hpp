@@ -276,9 +276,10 @@ class send_operation {
 
 /// The sending half of a channel. Copyable (each copy counts as one sender) and movable; the channel
 /// closes when the last sender is destroyed, after which receivers drain what is buffered and then
-/// get nullopt. Every member may be called from any thread; one handle object should not be used by
-/// two threads at once (copy it instead). Using a moved-from or default-constructed sender throws
-/// corio::invalid_channel.
+/// get nullopt. Every member may be called from any thread. The sending members are const (as tokio's
+/// `&self`): one handle may send from several threads at once, and a lambda that captured it needs
+/// no `mutable`; only assigning to a handle must not race with its use. Using a moved-from or
+/// default-constructed sender throws corio::invalid_channel.
 ///
 ///     auto [tx, rx] = corio::channel<std::string>(16);
 ///     std::string line = "hello";
@@ -297,21 +298,21 @@ class sender : public detail::channel_handle<T, true> {
   /// executor it suspended on. Returns a send_result: false if the channel is or gets closed, with
   /// `v` untouched. If the task is cancelled while it waits, throws corio::cancelled with `v`
   /// untouched; a send that has already delivered reports true (it cannot be undone).
-  [[nodiscard]] send_operation<T> send(T&& value) {
+  [[nodiscard]] send_operation<T> send(T&& value) const {
     return send_operation<T>(detail::checked(state_, "sender::send"), &value, std::nullopt);
   }
   /// Sends a copy of `value` (made at once); otherwise as above.
-  [[nodiscard]] send_operation<T> send(const T& value)
+  [[nodiscard]] send_operation<T> send(const T& value) const
     requires std::is_copy_constructible_v<T>
   {
     return send_operation<T>(detail::checked(state_, "sender::send"), nullptr, std::optional<T>(value));
   }
 
   /// Never suspends: ok (delivered or buffered; `value` moved from), full or closed (`value` untouched).
-  [[nodiscard]] channel_status try_send(T&& value) {
+  [[nodiscard]] channel_status try_send(T&& value) const {
     return status_of(detail::checked(state_, "sender::try_send").try_send(value));
   }
-  [[nodiscard]] channel_status try_send(const T& value)
+  [[nodiscard]] channel_status try_send(const T& value) const
     requires std::is_copy_constructible_v<T>
   {
     T copy(value);
@@ -321,7 +322,7 @@ class sender : public detail::channel_handle<T, true> {
   /// For plain threads: as send_blocking, for at most `timeout`: ok (delivered), closed, or full if
   /// there was no room in time; unless ok, `value` is untouched.
   template <class Rep, class Period>
-  channel_status send_blocking_for(T&& value, std::chrono::duration<Rep, Period> timeout) {
+  channel_status send_blocking_for(T&& value, std::chrono::duration<Rep, Period> timeout) const {
     detail::refuse_on_executor("sender::send_blocking_for");
     std::optional<send_result> sent = detail::blocking_for(send(std::move(value)), timeout);
     return !sent ? channel_status::full : sent->delivered() ? channel_status::ok : channel_status::closed;
@@ -329,11 +330,11 @@ class sender : public detail::channel_handle<T, true> {
 
   /// For plain threads: blocks the thread until the value is delivered (true) or the channel closed
   /// (false, `value` untouched). Throws corio::invalid_channel on an event loop or runtime worker.
-  bool send_blocking(T&& value) {
+  bool send_blocking(T&& value) const {
     detail::refuse_on_executor("sender::send_blocking");
     return sync_wait(send(std::move(value)));
   }
-  bool send_blocking(const T& value)
+  bool send_blocking(const T& value) const
     requires std::is_copy_constructible_v<T>
   {
     detail::refuse_on_executor("sender::send_blocking");

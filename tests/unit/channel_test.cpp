@@ -102,6 +102,41 @@ TEST(channel, handles_can_be_assigned_and_assigning_drops_what_they_held) {
   EXPECT_TRUE(rx.is_closed());
 }
 
+// Sending does not change the handle, so it works on a const sender (one captured by a lambda that
+// is not mutable, as a user trial wanted), and one handle may be used by several threads at once.
+TEST(channel, a_const_sender_sends_and_one_handle_serves_several_threads) {
+  corio::runtime rt({.workers = 2});
+  auto [tx, rx] = corio::channel<int>(0);
+  const corio::sender<int> shared = tx;
+  tx = {};
+  static_assert(requires(int value) {
+    shared.try_send(value);
+    shared.send_blocking_for(1, std::chrono::milliseconds(1));
+  });
+  auto producer = [shared](int first) -> corio::task<void> {
+    for (int i = first; i < first + 500; ++i) {
+      EXPECT_TRUE(co_await shared.send(i));
+    }
+  };
+  auto one = rt.spawn(producer(0));
+  auto two = rt.spawn(producer(500));
+  std::thread plain([&shared] {
+    for (int i = 1000; i < 1500; ++i) {
+      EXPECT_TRUE(shared.send_blocking(i));
+    }
+  });
+  long sum = 0;
+  for (int i = 0; i < 1500; ++i) {
+    sum += rx.recv_blocking().value_or(-1'000'000);
+  }
+  plain.join();
+  rt.block_on([&]() -> corio::task<void> {
+    co_await std::move(one);
+    co_await std::move(two);
+  }());
+  EXPECT_EQ(sum, 1499L * 1500 / 2);
+}
+
 TEST(channel, try_operations_tell_full_empty_and_closed_apart) {
   auto [tx, rx] = corio::channel<int>(1);
   EXPECT_EQ(rx.try_recv().status, corio::channel_status::empty);
