@@ -6,10 +6,13 @@
 #include <corio/select.hpp>
 #include <corio/sync_wait.hpp>
 #include <corio/task.hpp>
+#include <corio/time.hpp>
+#include <corio/when_any.hpp>
 #include <corio/yield.hpp>
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -17,6 +20,7 @@
 #include <stop_token>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "support/cancel.hpp"
@@ -135,6 +139,53 @@ TEST(channel, a_const_sender_sends_and_one_handle_serves_several_threads) {
     co_await std::move(two);
   }());
   EXPECT_EQ(sum, 1499L * 1500 / 2);
+}
+
+// recv beside a timer in when_any and under with_timeout, on two workers, where the two often
+// complete at once: a recv that lost gives its value back to the channel, so every value sent is
+// received exactly once.
+TEST(channel, a_recv_that_loses_a_when_any_or_times_out_loses_no_value) {
+  corio::runtime rt({.workers = 2});
+  constexpr int values = 20000;
+  auto [tx, rx] = corio::channel<int>(16);
+  auto sending = rt.spawn([](corio::sender<int> to) -> corio::task<void> {
+    for (int i = 1; i <= values; ++i) {
+      co_await corio::yield();  // the receiver often waits, so a value and the timer meet
+      EXPECT_TRUE(co_await to.send(i));
+    }
+  }(std::move(tx)));
+  int timer_won = 0;
+  auto [taken, sum] = rt.block_on([&timer_won](corio::receiver<int>& from) -> corio::task<std::pair<int, long>> {
+    int taken = 0;
+    long sum = 0;
+    for (int round = 0;; ++round) {
+      std::optional<int> value;
+      if (round % 2 == 0) {
+        auto first = co_await corio::when_any(from.recv(), corio::sleep_for(std::chrono::microseconds(2)));
+        if (first.index() == 1) {
+          ++timer_won;
+          continue;
+        }
+        value = std::get<0>(first);
+      } else {
+        try {
+          value = co_await corio::with_timeout(std::chrono::microseconds(2), from.recv());
+        } catch (const corio::timed_out&) {
+          continue;
+        }
+      }
+      if (!value) {
+        break;  // closed and drained
+      }
+      ++taken;
+      sum += *value;
+    }
+    co_return std::pair<int, long>{taken, sum};
+  }(rx));
+  rt.block_on([&]() -> corio::task<void> { co_await std::move(sending); }());
+  EXPECT_EQ(taken, values);
+  EXPECT_EQ(sum, long{values} * (values + 1) / 2);
+  EXPECT_GT(timer_won, 0);  // the race this test is about happened
 }
 
 TEST(channel, try_operations_tell_full_empty_and_closed_apart) {
