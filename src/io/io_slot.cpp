@@ -371,7 +371,7 @@ bool io_awaiter::start(std::coroutine_handle<> self, stop_state* stop) {
     op_.result = into.empty() ? 0 : static_cast<std::int32_t>(stash_->take(into));
     return yield_if_budget_spent(self);
   }
-  if (int kept = accepted_ != nullptr ? accepted_->take() : -1; kept >= 0) {
+  if (int kept = accept_waiter_ != nullptr ? accept_waiter_->stash->take() : -1; kept >= 0) {
     op_.result = kept;  // a connection an accept took for a cancelled task comes first
     return yield_if_budget_spent(self);
   }
@@ -429,17 +429,18 @@ void io_awaiter::cancel_for_deadline() noexcept {
 }
 
 void io_awaiter::keep_when_cancelled(accept_stash& stash, accept_waiter& waiter) noexcept {
-  accepted_ = &stash;
   accept_waiter_ = &waiter;
+  waiter.stash = &stash;
   waiter.op = &op_;
 }
 
-void io_awaiter::wait_for_kept_connection() noexcept { accepted_->wait(*accept_waiter_); }
+void io_awaiter::wait_for_kept_connection() noexcept { accept_waiter_->stash->wait(*accept_waiter_); }
 
 void io_awaiter::settle_accept() noexcept {
-  int handed = accepted_->stop_waiting(*accept_waiter_);
+  accept_stash& stash = *accept_waiter_->stash;
+  int handed = stash.stop_waiting(*accept_waiter_);
   if (op_.result == -ECANCELED) {
-    if (int pending = accepted_->take_pending(op_.fd); pending >= 0) {
+    if (int pending = stash.take_pending(op_.fd); pending >= 0) {
       op_.result = pending;  // the kernel woke this accept for it, then cancelled it (accept_stash.hpp)
     }
   }
@@ -448,14 +449,14 @@ void io_awaiter::settle_accept() noexcept {
     // ends cancelled. Its own deadline does not count: with_timeout then returns the connection, and
     // the task goes on with it.
     if (op_.result >= 0) {
-      accepted_->keep(std::exchange(op_.result, -ECANCELED));
+      stash.keep(std::exchange(op_.result, -ECANCELED));
     }
     if (handed >= 0) {
-      accepted_->keep(handed);
+      stash.keep(handed);
     }
   } else if (handed >= 0) {
     if (op_.result >= 0) {
-      accepted_->keep(handed);  // the kernel gave it a connection before the hand-off's cancel: the next waiter's
+      stash.keep(handed);  // the kernel gave it a connection before the hand-off's cancel: the next waiter's
     } else {
       op_.result = handed;  // the cancel the hand-off made (or the deadline, or a close) ended it
     }
@@ -470,7 +471,7 @@ bool io_awaiter::check() {
     stash_->keep_front({static_cast<const std::byte*>(op_.buffer), static_cast<std::size_t>(op_.result)});
     op_.result = -ECANCELED;
   }
-  if (accepted_ != nullptr) {
+  if (accept_waiter_ != nullptr) {
     settle_accept();
   }
   if (op_.result >= 0) {

@@ -32,8 +32,8 @@ choice decide_automatic() {
                             "corio: CORIO_BACKEND must be io_uring or epoll, not '" + std::string(name) + "'");
   }
   if (int error = probe_io_uring(); error == EMFILE || error == ENFILE) {
-    // Out of descriptors says nothing about io_uring: decide at the next reactor's creation (call_once
-    // runs again after a throw), rather than leave the process on epoll for good.
+    // Out of descriptors says nothing about io_uring: decide at the next reactor's creation (resolve()
+    // keeps no choice that threw), rather than leave the process on epoll for good.
     throw std::system_error(error, std::system_category(), "corio: choosing the I/O backend: io_uring_setup");
   } else if (error != 0) {
     return {io_backend::epoll, std::string("io_uring unavailable: io_uring_setup failed: ") + std::strerror(error)};

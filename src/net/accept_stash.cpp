@@ -17,9 +17,10 @@ int accept_stash::take() noexcept {
     return -1;
   }
   std::lock_guard lock(mutex_);
-  if (kept_.empty()) {
-    return -1;
-  }
+  return kept_.empty() ? -1 : take_oldest();
+}
+
+int accept_stash::take_oldest() noexcept {
   int fd = kept_.front();
   kept_.erase(kept_.begin());
   count_.store(kept_.size(), std::memory_order_relaxed);
@@ -31,11 +32,7 @@ void accept_stash::keep(int fd) noexcept {
     std::lock_guard lock(mutex_);
     if (!closed_) {
       if (accept_waiter* oldest = first_waiting_) {
-        first_waiting_ = oldest->next;
-        if (first_waiting_ == nullptr) {
-          last_waiting_ = nullptr;
-        }
-        oldest->listed = false;
+        unlist(*oldest);
         hand(*oldest, fd);
         return;
       }
@@ -55,10 +52,7 @@ void accept_stash::wait(accept_waiter& waiter) noexcept {
   std::lock_guard lock(mutex_);
   waiter.registered = true;
   if (!kept_.empty()) {
-    int fd = kept_.front();  // kept after start() looked: this accept takes it now
-    kept_.erase(kept_.begin());
-    count_.store(kept_.size(), std::memory_order_relaxed);
-    hand(waiter, fd);
+    hand(waiter, take_oldest());  // kept after start() looked: this accept takes it now
     return;
   }
   waiter.next = nullptr;
@@ -83,18 +77,22 @@ int accept_stash::stop_waiting(accept_waiter& waiter) noexcept {
   std::lock_guard lock(mutex_);
   waiter.registered = false;
   if (waiter.listed) {
-    accept_waiter* before = nullptr;
-    accept_waiter* at = first_waiting_;
-    while (at != &waiter) {  // a handful of accepts wait on one listener at most
-      before = std::exchange(at, at->next);
-    }
-    (before != nullptr ? before->next : first_waiting_) = waiter.next;
-    if (last_waiting_ == &waiter) {
-      last_waiting_ = before;
-    }
-    waiter.listed = false;
+    unlist(waiter);
   }
   return std::exchange(waiter.handed, -1);
+}
+
+void accept_stash::unlist(accept_waiter& waiter) noexcept {
+  accept_waiter* before = nullptr;
+  accept_waiter* at = first_waiting_;
+  while (at != &waiter) {  // a handful of accepts wait on one listener at most
+    before = std::exchange(at, at->next);
+  }
+  (before != nullptr ? before->next : first_waiting_) = waiter.next;
+  if (last_waiting_ == &waiter) {
+    last_waiting_ = before;
+  }
+  waiter.listed = false;
 }
 
 void accept_stash::hand(accept_waiter& waiter, int fd) noexcept {

@@ -57,10 +57,13 @@
 namespace corio::detail {
 
 struct io_op;
+class accept_stash;
 
 /// An accept waiting in its reactor, listed in its listener's stash (see "Waking a waiting accept").
-/// Lives in the accept's awaiter; `next`, `listed` and `handed` are the stash's, under its mutex.
+/// Lives in the accept's awaiter, which sets `stash` and `op` when it starts; `next`, `listed` and
+/// `handed` are the stash's, under its mutex.
 struct accept_waiter {
+  accept_stash* stash = nullptr;
   io_op* op = nullptr;
   accept_waiter* next = nullptr;
   int handed = -1;          // a kept connection keep() gave this accept
@@ -96,6 +99,10 @@ class accept_stash {
   std::mutex mutex_;
   /// Under the mutex: hands `fd` to `waiter` and cancels its op.
   static void hand(accept_waiter& waiter, int fd) noexcept;
+  /// Under the mutex: removes and returns the oldest kept connection (there is one).
+  int take_oldest() noexcept;
+  /// Under the mutex: takes `waiter`, which is listed, off the list.
+  void unlist(accept_waiter& waiter) noexcept;
 
   std::vector<int> kept_;  // oldest first (a handful at most: a deque would allocate when made)
   accept_waiter* first_waiting_ = nullptr;  // listed accepts, oldest first

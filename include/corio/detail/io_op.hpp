@@ -191,7 +191,7 @@ class io_awaiter {
   io_awaiter(const char* what, std::error_code* error) noexcept : what_(what), error_(error) {}
   /// Only before it is awaited (when_any and with_timeout take operations by value).
   io_awaiter(io_awaiter&& other) noexcept
-      : what_(other.what_), error_(other.error_), stash_(other.stash_), accepted_(other.accepted_) {
+      : what_(other.what_), error_(other.error_), stash_(other.stash_) {
     static_cast<io_request&>(op_) = other.op_;
   }
   io_awaiter& operator=(io_awaiter&&) = delete;
@@ -297,8 +297,7 @@ class io_awaiter {
   stop_state* stop_ = nullptr;
   bool deadline_cancel_ = false;  // cancel_for_deadline ran (written before the timer's disarm returns)
   read_stash* stash_ = nullptr;   // a stream read's: where check() keeps bytes that arrived for a cancelled read
-  accept_stash* accepted_ = nullptr;  // a listener accept's: where check() keeps a cancelled task's connection
-  accept_waiter* accept_waiter_ = nullptr;  // an awaited accept's entry in that stash (set when it starts)
+  accept_waiter* accept_waiter_ = nullptr;  // an awaited accept's entry in its listener's stash (set when it starts)
   std::optional<stop_callback<on_stop>> stop_callback_;
 };
 
