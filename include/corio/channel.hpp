@@ -374,9 +374,11 @@ class receiver : public detail::channel_handle<T, false> {
   /// or suspends until one arrives; nullopt once the channel is closed and drained. Resumes on the
   /// executor it suspended on. If the task is cancelled while it waits, throws corio::cancelled; a
   /// value handed to it just before goes to the next receiver (or back to the front of the buffer),
-  /// never lost. To bound the wait, `corio::select(rx.recv(), corio::after(d))` or
-  /// `corio::with_timeout(d, rx.recv())` (which returns a value that arrived in the same instant as
-  /// the deadline). Not when_any: it destroys the result of an operand that finished after losing.
+  /// never lost; so does one a recv that lost a when_any had won. The exception: once a receiver
+  /// was told the channel is closed and drained, nothing may appear in it again, so a cancelled recv
+  /// returns such a value, and a when_any that picked another operand destroys it. To bound the
+  /// wait, `corio::select(rx.recv(), corio::after(d))` or `corio::with_timeout(d, rx.recv())`
+  /// (which returns a value that arrived in the same instant as the deadline).
   [[nodiscard]] recv_operation<T> recv() { return recv_operation<T>(detail::checked(state_, "receiver::recv")); }
 
   /// Never suspends: ok with the value, empty, or closed (closed and drained).

@@ -258,7 +258,8 @@ template <class Branch>
 /// value stays with the caller). Among branches ready at once, the winner is chosen at random.
 /// Resumes on the executor it suspended on. If the task is cancelled while it waits, throws
 /// corio::cancelled (a value a recv branch had just won goes back to its channel; a send that had
-/// already delivered, or a recv that won a value from a channel closed since, reports its success
+/// already delivered, or a recv that won a value from a channel another receiver has since seen
+/// closed and drained, reports its success
 /// instead, and the next cancellation point throws). A select with no branches does not compile.
 ///
 ///     auto r = co_await corio::select(jobs.recv(), results.send(std::move(done)), corio::after(100ms));

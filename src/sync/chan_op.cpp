@@ -44,7 +44,8 @@ void chan_op::finish_after_suspension() {
   if (node_.ops_->give_back != nullptr && node_.ops_->give_back(node_)) {
     throw cancelled();  // the received value went back to the channel, not to waste
   }
-  // A delivered send stands; so does a value received from a channel closed since (give_back).
+  // A delivered send stands; so does a value received from a channel whose end a receiver has seen
+  // since (give_back).
 }
 
 void chan_op::cancel() noexcept {

@@ -240,7 +240,7 @@ std::uint32_t chan_waiter::finish() {
       throw cancelled();  // the received value went back to the channel, not to waste
     }
     // A delivered send stands: it cannot be taken back; nor can a value received from a channel
-    // closed since. The next suspension point sees the stop.
+    // whose end a receiver has seen since. The next suspension point sees the stop.
   }
   return winner;
 }

@@ -60,6 +60,7 @@ struct model_channel {
   std::deque<op*> receivers;  // parked recv/select operations, oldest first (may hold finished ones)
   std::deque<op*> senders;    // parked sends, oldest first
   bool closed = false;
+  bool end_told = false;  // a receiver got "closed and drained": nothing is given back after that
 
   static op* first_pending(std::deque<op*>& list) {
     while (!list.empty()) {
@@ -115,6 +116,7 @@ struct model {
       return outcome{outcome::value, sender->value, static_cast<std::size_t>(c)};
     }
     if (ch.closed) {
+      ch.end_told = true;
       return outcome{outcome::closed, 0, static_cast<std::size_t>(c)};
     }
     return std::nullopt;
@@ -127,19 +129,25 @@ struct model {
     ch.closed = true;
     while (op* receiver = model_channel::first_pending(ch.receivers)) {
       finish_recv(*receiver, c, outcome::closed);
+      ch.end_told = true;
     }
     while (op* sender = model_channel::first_pending(ch.senders)) {
       sender->expected.what = outcome::not_sent;
     }
   }
-  // A value given back by a cancelled receiver: to the next parked receiver, else the front.
-  void give_back(int c, long value) {
+  // A value given back by a cancelled receiver: to the next parked receiver, else the front. False
+  // (the receiver keeps it) once a receiver was told the channel is closed and drained.
+  bool give_back(int c, long value) {
     model_channel& ch = channels[c];
+    if (ch.end_told) {
+      return false;
+    }
     if (op* receiver = model_channel::first_pending(ch.receivers)) {
       finish_recv(*receiver, c, outcome::value, value);
-      return;
+      return true;
     }
     ch.buffer.push_front(value);
+    return true;
   }
 };
 
@@ -288,7 +296,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           o.stop.request_stop();
           break;
         }
-        case 7: {  // hand a value to a parked receiver, then cancel it before it resumes
+        case 7: {  // hand a value to a parked receiver, maybe close, then cancel it before it resumes
           op* first = nullptr;
           for (op* r : m.channels[c].receivers) {
             if (r->expected.what == outcome::pending) {
@@ -302,10 +310,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           if ((tx[c]->try_send(std::move(sent)) == corio::channel_status::ok) != model_ok) {
             mismatch("try_send before a cancel", step);
           }
+          if (arg & 2) {
+            tx[c]->close();
+            m.close(c);
+          }
           if (first != nullptr) {
-            first->stop.request_stop();  // it resumes holding the value, and must give it back
-            first->expected = outcome{outcome::cancelled};
-            m.give_back(c, value);
+            first->stop.request_stop();  // it resumes holding the value: gives it back, or keeps it
+            if (m.give_back(c, value)) {
+              first->expected = outcome{outcome::cancelled};
+            }
           }
           break;
         }

@@ -143,14 +143,17 @@ TEST(channel, a_const_sender_sends_and_one_handle_serves_several_threads) {
 
 // recv beside a timer in when_any and under with_timeout, on two workers, where the two often
 // complete at once: a recv that lost gives its value back to the channel, so every value sent is
-// received exactly once.
+// received exactly once, the last one too (sent just before the channel closes).
 TEST(channel, a_recv_that_loses_a_when_any_or_times_out_loses_no_value) {
   corio::runtime rt({.workers = 2});
   constexpr int values = 20000;
   auto [tx, rx] = corio::channel<int>(16);
   auto sending = rt.spawn([](corio::sender<int> to) -> corio::task<void> {
     for (int i = 1; i <= values; ++i) {
-      co_await corio::yield();  // the receiver often waits, so a value and the timer meet
+      if (i % 16 == 0) {  // the receiver drains the buffer and waits: sometimes less than its
+        constexpr int pauses_us[] = {20, 50, 200};  // timeout, sometimes about as long, sometimes longer
+        co_await corio::sleep_for(std::chrono::microseconds(pauses_us[i / 16 % 3]));
+      }
       EXPECT_TRUE(co_await to.send(i));
     }
   }(std::move(tx)));
@@ -161,7 +164,7 @@ TEST(channel, a_recv_that_loses_a_when_any_or_times_out_loses_no_value) {
     for (int round = 0;; ++round) {
       std::optional<int> value;
       if (round % 2 == 0) {
-        auto first = co_await corio::when_any(from.recv(), corio::sleep_for(std::chrono::microseconds(2)));
+        auto first = co_await corio::when_any(from.recv(), corio::sleep_for(std::chrono::microseconds(50)));
         if (first.index() == 1) {
           ++timer_won;
           continue;
@@ -169,8 +172,9 @@ TEST(channel, a_recv_that_loses_a_when_any_or_times_out_loses_no_value) {
         value = std::get<0>(first);
       } else {
         try {
-          value = co_await corio::with_timeout(std::chrono::microseconds(2), from.recv());
+          value = co_await corio::with_timeout(std::chrono::microseconds(50), from.recv());
         } catch (const corio::timed_out&) {
+          ++timer_won;
           continue;
         }
       }
@@ -446,6 +450,68 @@ TEST(channel, a_cancelled_select_keeps_a_value_it_won_if_the_channel_closed_mean
   stop.request_stop();
   loop.run_until_idle();
   EXPECT_EQ(got, 5);
+  EXPECT_EQ(rx.try_recv().status, corio::channel_status::closed);
+}
+
+// Until a receiver is told the channel is closed and drained, a value won by a receiver cancelled
+// after the close goes back to the channel, where the next recv finds it.
+TEST(channel, a_cancelled_receiver_gives_back_a_value_it_won_after_close_while_nobody_saw_the_end) {
+  auto [tx, rx] = corio::channel<int>(1);
+  auto [other_tx, other_rx] = corio::channel<int>(1);
+  corio::event_loop loop;
+  std::stop_source stop;
+  std::stop_token token = stop.get_token();
+  int cancelled = 0;
+  loop.spawn(cancellable_by(token, [](corio::receiver<int> rx, int& cancelled) -> corio::task<void> {
+    try {
+      (void)co_await rx.recv();
+    } catch (const corio::cancelled&) {
+      ++cancelled;
+    }
+  }(rx, cancelled)));
+  loop.spawn(cancellable_by(token, [](corio::receiver<int> rx, corio::receiver<int> other, int& cancelled) -> corio::task<void> {
+    try {
+      (void)co_await corio::select(rx.recv(), other.recv());
+    } catch (const corio::cancelled&) {
+      ++cancelled;
+    }
+  }(rx, other_rx, cancelled)));
+  loop.run_until_idle();
+  EXPECT_EQ(tx.try_send(5), corio::channel_status::ok);  // handed to the parked plain recv
+  EXPECT_EQ(tx.try_send(6), corio::channel_status::ok);  // and to the select
+  tx.close();
+  stop.request_stop();
+  loop.run_until_idle();
+  EXPECT_EQ(cancelled, 2);
+  int sum = 0;
+  int count = 0;
+  while (auto got = rx.try_recv()) {
+    sum += *got.value;
+    ++count;
+  }
+  EXPECT_EQ(count, 2);
+  EXPECT_EQ(sum, 11);
+  EXPECT_EQ(rx.try_recv().status, corio::channel_status::closed);
+}
+
+// The race of a CI failure: the last value is handed to a recv in a when_any whose other operand
+// wins in the same instant, and the sender closes the channel before the loser hands it back.
+TEST(channel, a_recv_that_loses_a_when_any_as_the_channel_closes_gives_its_value_back) {
+  auto [tx, rx] = corio::channel<int>(1);
+  corio::event_loop loop;
+  corio::event other;
+  std::size_t winner = 99;
+  loop.spawn([](corio::receiver<int> rx, corio::event& other, std::size_t& winner) -> corio::task<void> {
+    auto first = co_await corio::when_any(rx.recv(), other.wait());
+    winner = first.index();
+  }(rx, other, winner));
+  loop.run_until_idle();
+  other.set();  // resumed first: it wins, and the recv is stopped after it was handed the value
+  EXPECT_EQ(tx.try_send(7), corio::channel_status::ok);
+  tx.close();
+  loop.run_until_idle();
+  EXPECT_EQ(winner, 1u);
+  EXPECT_EQ(rx.try_recv().value, 7);
   EXPECT_EQ(rx.try_recv().status, corio::channel_status::closed);
 }
 

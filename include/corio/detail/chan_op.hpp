@@ -25,8 +25,9 @@
 //    list (node_list::claim_first) unlinks it, completes it (value, ok_) and marks it `in_hand_` under
 //    the lock, then schedules it after unlocking (wake_batch), so it is resumed exactly once;
 //  - a woken recv owns its value; if its task was cancelled by the time it resumes, the value goes
-//    back to the channel (channel_state::give_back), so it is never lost, unless the channel was
-//    closed since: then the recv keeps it and returns it; a delivered send stands;
+//    back to the channel (channel_state::give_back), so it is never lost, unless a receiver was
+//    told the channel is closed and drained since: then the recv keeps it and returns it; a
+//    delivered send stands;
 //  - by construction, an operation that completes inline and does not yield returns its result even
 //    if a stop request raced with it: there was no suspension point to observe it at (a task whose
 //    stop was requested before the op starts gets corio::cancelled: step 1, tested).

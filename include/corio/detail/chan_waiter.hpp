@@ -47,8 +47,8 @@
 // Outcome, decided when the coroutine resumes: if its task's stop was requested by then,
 //   - a recv branch that won a value gives it back to the channel: to the oldest parked receiver, or
 //     to the front of the buffer (channel_state.hpp), then throws corio::cancelled: never dropped;
-//     if the channel is closed by then, the branch keeps its value and wins (a receiver may already
-//     have seen the channel closed and drained); the next suspension point sees the stop;
+//     if a receiver was already told the channel is closed and drained, the branch keeps its value
+//     and wins (nothing may appear after that); the next suspension point sees the stop;
 //   - a send branch that delivered reports success: a delivered value (rendezvous or buffered) cannot
 //     be taken back; cancellation is seen at the next suspension point;
 //   - anything else (a closed branch, the timer, default, or the stop callback itself) throws
@@ -105,7 +105,8 @@ struct chan_branch_ops {
   /// Lock held. Removes the node if it is linked.
   void (*unlink)(chan_node& node) noexcept;
   /// Lock not held; null for sends. The node won a value it will not consume: hand it back. False
-  /// if the channel is closed: the node keeps the value (channel_state::give_back says why).
+  /// once a receiver was told the channel is closed and drained: the node keeps the value
+  /// (channel_state::give_back).
   bool (*give_back)(chan_node& node) noexcept;
 };
 

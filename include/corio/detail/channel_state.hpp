@@ -22,8 +22,12 @@
 //    parked receiver, else to the *front* of the buffer, which may then exceed `capacity_` (the ring
 //    grows on this rare path; blocked senders simply stay blocked until it is below capacity again).
 //    Caveats: if two receivers that won values are cancelled in the reverse of the order they won
-//    them, those two values come back in that reverse order; and a value given back after close()
-//    lands in the buffer, so a receiver may see it after another one already got nullopt;
+//    them, those two values come back in that reverse order;
+//  - no value appears after a receiver was told the channel is closed and drained (`end_told_`,
+//    set with every closed outcome of a recv and every receiver close() wakes): give_back then
+//    refuses, and the receiver that won the value keeps it. Before that, a give-back on a closed
+//    channel is accepted (the next recv takes it), so a recv that lost a when_any or a timeout to a
+//    close racing the last value loses nothing;
 //  - every value that entered the channel is destroyed exactly once: by a receiver that took it, by
 //    discard_buffered() when the last receiver goes, or by the ring when the state is destroyed.
 // Lifetime: the state is reference counted by its handles (`handles_`). The last sender's drop
@@ -153,6 +157,7 @@ class channel_state {
     closed_ = true;
     while (chan_node* receiver = parked_receivers_.claim_first(woken)) {
       receiver->ok_ = false;  // parked receivers imply an empty buffer: closed and drained
+      end_told_ = true;
     }
     while (chan_node* sender = parked_senders_.claim_first(woken)) {
       sender->ok_ = false;  // its value was never touched
@@ -171,14 +176,13 @@ class channel_state {
   std::size_t capacity() const noexcept { return capacity_; }
 
   /// A value a receiver won but will not consume: to the oldest parked receiver, else to the front.
-  /// Refused (false, `value` untouched) once the channel is closed: another receiver may already have
-  /// seen it closed and drained and gone, and nothing may appear after that; the receiver that won
-  /// the value keeps it. Growing the buffer here can only fail when memory is exhausted, which
-  /// terminates.
+  /// Refused (false, `value` untouched) once a receiver was told the channel is closed and drained:
+  /// nothing may appear after that, so the receiver that won the value keeps it. Growing the buffer
+  /// here can only fail when memory is exhausted, which terminates.
   bool give_back(T& value) noexcept {
     wake_batch woken;
     std::lock_guard guard(lock_);
-    if (closed_) {
+    if (end_told_) {
       return false;
     }
     if (chan_node* receiver = parked_receivers_.claim_first(woken)) {
@@ -256,7 +260,11 @@ class channel_state {
       sender->ok_ = true;
       return op_status::done;
     }
-    return closed_ ? op_status::closed : op_status::would_block;
+    if (closed_) {
+      end_told_ = true;
+      return op_status::closed;
+    }
+    return op_status::would_block;
   }
 
   static channel_state& of(chan_node& node) noexcept { return *static_cast<channel_state*>(node.channel_); }
@@ -291,6 +299,7 @@ class channel_state {
   ring<T> buffer_;
   std::size_t capacity_;
   bool closed_ = false;
+  bool end_told_ = false;  // a receiver got "closed and drained": nothing may be given back after it
   std::atomic<std::size_t> handles_{2};  // one sender and one receiver at creation
   std::atomic<std::size_t> senders_{1};  // sender handles
   std::atomic<std::size_t> receivers_{1};  // receiver handles
