@@ -216,8 +216,8 @@ class broadcast_receiver {
   /// once every sender is gone and everything was read. Resumes on the executor it suspended on;
   /// cancellation throws corio::cancelled and skips nothing. The operation is a copyable
   /// description that does nothing until awaited, so it may be passed to with_timeout or when_any
-  /// (which drops a message that a losing recv had already taken: README, Limitations); the
-  /// receiver must outlive it. corio::select takes channel operations only.
+  /// (a recv that loses takes nothing: the message stays for the next recv); the receiver must
+  /// outlive it. corio::select takes channel operations only.
   [[nodiscard]] detail::wait_operation<detail::broadcast_recv_awaiter<T>> recv() {
     detail::broadcast_state<T>& state = detail::checked(state_.get(), "broadcast_receiver::recv");
     return {&state.waiters, this, &detail::broadcast_recv_awaiter<T>::ops};

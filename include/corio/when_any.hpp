@@ -44,8 +44,8 @@ struct when_any_result {
 /// completes once all have stopped, so no operand outlives it. If the winner failed, its exception is
 /// rethrown; the losers' outcomes are discarded. A loser that completed anyway takes its result
 /// under a requested stop, so a stream read that lost keeps its bytes for the stream's next read
-/// (tcp_stream::read_some); a channel recv that lost may still have taken its value (select is the
-/// race for channels). Resumes on the thread where the last operand stopped.
+/// (tcp_stream::read_some), and a channel recv that lost gives its value back (receiver::recv says
+/// when it cannot). Resumes on the thread where the last operand stopped.
 ///
 ///     auto first = co_await corio::when_any(read_reply(), corio::sleep_for(1s));
 ///     if (first.index() == 1) { /* timed out */ }
