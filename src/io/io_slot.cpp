@@ -171,16 +171,19 @@ int io_slot::ensure_reactor() {
 }
 
 io_slot* io_slot::route(io_op& op) {
-  if (int error = ensure_reactor(); error != 0) {
-    op.result = error;
-    return nullptr;
-  }
   if (op.fd < 0) {
     op.result = -EBADF;  // a closed, moved-from or default-constructed socket: no state to look up
     return nullptr;
   }
   if (closed_since_opened(op)) {
     op.result = -ECANCELED;  // made before its socket's close: the number names another socket, or none
+    return nullptr;
+  }
+  if (int error = ensure_reactor(); error != 0) {
+    if (io_slot* sibling = stand_in(op)) {
+      return sibling;
+    }
+    op.result = error;
     return nullptr;
   }
   if (op.source == nullptr) {
@@ -209,6 +212,25 @@ io_slot* io_slot::route(io_op& op) {
   }
   op.source = nullptr;  // another executor's socket, no multishot at its home: single-shot here
   return this;
+}
+
+io_slot* io_slot::stand_in(io_op& op) noexcept {
+  if (exclusive_ || shut_down_) {
+    return nullptr;
+  }
+  if (op.source != nullptr) {
+    if (io_source* source = op.source->load(std::memory_order_acquire); source != nullptr) {
+      io_slot* home = home_of(*source);
+      return home != nullptr && home != this && shares_executor_with(*home) ? home : nullptr;
+    }
+    op.source = nullptr;  // no state anywhere: single-shot at the sibling, on the descriptor
+  }
+  for (io_slot* sibling : siblings_) {
+    if (sibling != this && sibling->backend() != io_backend::automatic) {
+      return sibling;
+    }
+  }
+  return nullptr;
 }
 
 bool io_slot::link_deadline(io_op& op, std::chrono::steady_clock::time_point deadline) {

@@ -24,6 +24,10 @@ scheduler::scheduler(scheduler_options options)
   workers_.reserve(options.workers);
   for (std::size_t i = 0; i < options.workers; ++i) {
     workers_.push_back(std::make_unique<worker>(*this, i, options.backend));
+    io_slots_.push_back(&workers_.back()->io());
+  }
+  for (auto& each : workers_) {
+    each->io().set_siblings(io_slots_);  // stand-ins while a worker cannot make its reactor
   }
   threads_.reserve(options.workers);
   for (auto& each : workers_) {

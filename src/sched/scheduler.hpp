@@ -101,6 +101,7 @@ class scheduler final : public executor {
   idle_workers idle_;
   blocking_pool blocking_;
   std::vector<std::unique_ptr<worker>> workers_;
+  std::vector<io_slot*> io_slots_;  // each worker's, in worker order
   std::vector<std::thread> threads_;
   std::vector<root_registry> registries_;  // one per worker, then one for foreign threads
   std::shared_ptr<const failure_sink> sink_;

@@ -107,6 +107,8 @@ class worker {
   void push_batch(std::span<const std::coroutine_handle<>> handles);
 
   /// Any thread: whether the local queue holds stealable work.
+  /// This worker's reactor slot; the scheduler lists it among its siblings' before any worker runs.
+  io_slot& io() noexcept { return io_; }
   bool has_queued_work() const noexcept { return !queue_.empty(); }
 
   /// Any thread: steal half of this worker's queue into `out`; returns how many.

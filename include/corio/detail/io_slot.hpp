@@ -48,6 +48,14 @@
 //   Hand-off queue shutdown: shutdown() swaps in a closed marker; a hand-off that finds it finishes
 //   the op at once with -ECANCELED (the home worker is gone); ops taken by the swap are marked done,
 //   not scheduled, like every op in flight at shutdown (their frames are destroyed next).
+// Out of descriptors: a reactor needs descriptors of its own (a ring, or an epoll instance, and an
+//   eventfd), so a worker whose first I/O comes while the process is out of them cannot make one
+//   (a server's idle worker meeting its first connection in an EMFILE storm). Its op is then handed
+//   off to a sibling worker of the same runtime that has a reactor (route(), stand_in()), exactly as
+//   an op on a socket homed there: the task moves to that worker. Only with no such sibling (an event
+//   loop, a one-worker runtime, or no worker has done I/O yet) does the op fail with EMFILE/ENFILE,
+//   and the next op tries to make the reactor again. The siblings are fixed before any worker runs
+//   (set_siblings); a sibling's reactor is seen through its atomic backend_, published after it exists.
 // Release: a socket let go of on a worker other than its home (a task stolen after its last read)
 //   must not touch the home reactor's state, and its source may hold a registered file and kernel
 //   memory until the home releases it. release_io_source() hands it to the home: hand_off_release()
@@ -80,6 +88,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 
 #include <corio/detail/executor.hpp>
 #include <corio/detail/io_op.hpp>
@@ -176,6 +185,10 @@ class io_slot final : private park_backend {
   /// The shutdown steps above. Idempotent; the slot accepts no more operations afterwards.
   void shutdown() noexcept;
 
+  /// Before any worker runs: the slots of every worker of this slot's runtime (this one included),
+  /// which stand in for it while it cannot make its reactor (see "Out of descriptors").
+  void set_siblings(std::span<io_slot* const> siblings) noexcept { siblings_ = siblings; }
+
   /// Owning thread, before the first I/O. Whether every task this slot's executor resumes runs on this
   /// slot's thread (an event loop; a one-worker runtime's worker): only then may a socket keep its
   /// multishot state (io_source.hpp) in this slot's reactor.
@@ -214,6 +227,9 @@ class io_slot final : private park_backend {
   /// the source is dropped from ops that run here without it); null if it cannot run (op.result is
   /// set). Creates the reactor on first use.
   io_slot* route(io_op& op);
+  /// route() while this slot has no reactor and cannot make one: a sibling that has a reactor and may
+  /// serve `op` (its socket's home, or any sibling for a socket homed nowhere), or null.
+  io_slot* stand_in(io_op& op) noexcept;
   /// Another worker's thread: queues `op` for this (its socket's home) slot and wakes it.
   submitted hand_off(io_op& op) noexcept;
   void drain_handed_off() noexcept;
@@ -247,6 +263,7 @@ class io_slot final : private park_backend {
   std::atomic<io_op*> handed_{nullptr};  // ops other workers handed to this slot, or closed_marker()
   std::atomic<io_source*> releases_{nullptr};  // sources let go on other workers, or a closed marker
   std::uint64_t handed_off_here_ = 0;
+  std::span<io_slot* const> siblings_;  // set before the workers run; empty outside a runtime
   std::size_t batch_size_ = 0;
   std::coroutine_handle<> batch_[batch_capacity];
 };
