@@ -151,7 +151,7 @@ TEST(channel, a_recv_that_loses_a_when_any_or_times_out_loses_no_value) {
   auto sending = rt.spawn([](corio::sender<int> to) -> corio::task<void> {
     for (int i = 1; i <= values; ++i) {
       if (i % 16 == 0) {  // the receiver drains the buffer and waits: sometimes less than its
-        constexpr int pauses_us[] = {20, 50, 200};  // timeout, sometimes about as long, sometimes longer
+        constexpr int pauses_us[] = {20, 50, 1000};  // timeout, sometimes about as long, sometimes far longer
         co_await corio::sleep_for(std::chrono::microseconds(pauses_us[i / 16 % 3]));
       }
       EXPECT_TRUE(co_await to.send(i));
