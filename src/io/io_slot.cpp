@@ -235,7 +235,7 @@ io_slot* io_slot::stand_in(io_op& op) noexcept {
 
 bool io_slot::link_deadline(io_op& op, std::chrono::steady_clock::time_point deadline) {
   if (shut_down_ || ensure_reactor() != 0) {
-    return false;  // out of descriptors: submit() fails the op the same way
+    return false;  // out of descriptors: submit() hands the op to a sibling (stand_in) or fails it
   }
   // Asked before routing: an op a multishot state would serve takes the timer path anyway, and only
   // its submit() may create that state (submitted at once, so no state is left without a reactor).

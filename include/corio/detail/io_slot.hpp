@@ -125,7 +125,8 @@ class io_slot final : private park_backend {
 
   /// Owning thread. Starts `op` here (creating the reactor on first use) or hands it to its socket's
   /// home slot. Throws std::system_error if the reactor cannot be created, unless for want of
-  /// descriptors: the op then finishes with -EMFILE or -ENFILE.
+  /// descriptors: the op then goes to a sibling that has a reactor (stand_in), or finishes with
+  /// -EMFILE or -ENFILE.
   submitted submit(io_op& op);
 
   /// Owning thread, just before submit(op) (io_op.hpp, "Linked deadlines"). If the reactor will issue
