@@ -96,48 +96,6 @@ corio::task<outcome> first_reads_out_of_descriptors(corio::net::tcp_stream& stre
   co_return seen;
 }
 
-void check_runtime(corio::io_backend requested, corio::io_backend expected) {
-  std::string name(to_string(requested));
-  int ends[2];
-  ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, ends);
-  ::send(ends[1], "hi", 2, MSG_NOSIGNAL);
-  corio::net::tcp_stream stream(ends[0]);
-  corio::runtime rt(corio::test::runtime_options(requested, 1));
-  // Warm-up without I/O: with every descriptor taken, UBSan cannot check a vptr it has not seen yet
-  // (its memory probe needs a pipe), so the executor's types are seen here first.
-  rt.block_on([]() -> corio::task<void> { co_return; }());
-  try {
-    throw std::system_error(std::make_error_code(std::errc::too_many_files_open), "warm-up");
-  } catch (const std::system_error& failure) {
-    expect(failure.code().value() == EMFILE && std::string(failure.what()).find("warm-up") == 0, name + ": warm-up");
-  }
-  descriptor_hog hog;
-  outcome seen = rt.block_on(first_reads_out_of_descriptors(stream, hog));
-  expect(seen.error_code_form == EMFILE, name + ": the error_code form stores EMFILE (" +
-                                             std::to_string(seen.error_code_form) + ")");
-  expect(seen.throwing_form.find("corio::net::tcp_stream::read_some") != std::string::npos,
-         name + ": the throwing form names the operation ('" + seen.throwing_form + "')");
-  expect(seen.after_release == "hi", name + ": the read after descriptors free up works ('" + seen.after_release + "')");
-  expect(seen.backend == expected, name + ": it ran on " + std::string(to_string(seen.backend)) + ", expected " +
-                                       std::string(to_string(expected)));
-  ::close(ends[1]);
-}
-
-// One read on a runtime of `backend`, so that UBSan has seen its reactor's types (see the warm-up
-// above) before a reactor of that kind is made out of descriptors.
-void warm_up_reactor(corio::io_backend backend) {
-  int ends[2];
-  ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, ends);
-  ::send(ends[1], "w", 1, MSG_NOSIGNAL);
-  corio::net::tcp_stream stream(ends[0]);
-  corio::runtime rt(corio::test::runtime_options(backend, 1));
-  rt.block_on([](corio::net::tcp_stream& from) -> corio::task<void> {
-    std::byte buffer[1];
-    co_await from.read_some(buffer);
-  }(stream));
-  ::close(ends[1]);
-}
-
 // A socketpair whose first end is a stream with `text` waiting to be read.
 struct loaded_pair {
   explicit loaded_pair(const char* text) {
@@ -154,6 +112,40 @@ struct loaded_pair {
   corio::net::tcp_stream stream;
   int peer;
 };
+
+void check_runtime(corio::io_backend requested, corio::io_backend expected) {
+  std::string name(to_string(requested));
+  loaded_pair pair("hi");
+  corio::runtime rt(corio::test::runtime_options(requested, 1));
+  // Warm-up without I/O: with every descriptor taken, UBSan cannot check a vptr it has not seen yet
+  // (its memory probe needs a pipe), so the executor's types are seen here first.
+  rt.block_on([]() -> corio::task<void> { co_return; }());
+  try {
+    throw std::system_error(std::make_error_code(std::errc::too_many_files_open), "warm-up");
+  } catch (const std::system_error& failure) {
+    expect(failure.code().value() == EMFILE && std::string(failure.what()).find("warm-up") == 0, name + ": warm-up");
+  }
+  descriptor_hog hog;
+  outcome seen = rt.block_on(first_reads_out_of_descriptors(pair.stream, hog));
+  expect(seen.error_code_form == EMFILE, name + ": the error_code form stores EMFILE (" +
+                                             std::to_string(seen.error_code_form) + ")");
+  expect(seen.throwing_form.find("corio::net::tcp_stream::read_some") != std::string::npos,
+         name + ": the throwing form names the operation ('" + seen.throwing_form + "')");
+  expect(seen.after_release == "hi", name + ": the read after descriptors free up works ('" + seen.after_release + "')");
+  expect(seen.backend == expected, name + ": it ran on " + std::string(to_string(seen.backend)) + ", expected " +
+                                       std::string(to_string(expected)));
+}
+
+// One read on a runtime of `backend`, so that UBSan has seen its reactor's types (see the warm-up
+// above) before a reactor of that kind is made out of descriptors.
+void warm_up_reactor(corio::io_backend backend) {
+  loaded_pair pair("w");
+  corio::runtime rt(corio::test::runtime_options(backend, 1));
+  rt.block_on([](corio::net::tcp_stream& from) -> corio::task<void> {
+    std::byte buffer[1];
+    co_await from.read_some(buffer);
+  }(pair.stream));
+}
 
 // Waits (bounded) until `flag` is set, without suspending: it holds its worker.
 bool spin_until(const std::atomic<bool>& flag) {
