@@ -42,6 +42,14 @@
 //   then does not block. Shutdown (cancel_all_and_reap): 1. every waiting op is unlinked and reported
 //   with -ECANCELED; 2. the cancelled ops not yet reported are reported. The kernel never held a
 //   pointer to user memory, so nothing is waited for.
+// Turn size: one reap takes at most 64 events. Their retries (the reads) run back to back, before
+//   any task they wake runs, so a turn's reads come in one burst and the writes they lead to in the
+//   next. Each stream read frees socket buffers the peer's CPU allocated; Linux hands them back to
+//   that CPU and interrupts it for every 32 (deferred skb free). At 500 busy echo connections a
+//   256-event turn made up to 256 reads in a row: 0.015 such interrupts per request, against 0.002
+//   for c-epoll, which alternates read and write per socket. With 64: 0.0065, and 4-7% more
+//   requests/s at 500 clients, about 3% at 150-300 and no change at 1-50 (alternating runs against
+//   the 256-event build), for one more epoll_wait per 64 ready sockets.
 // Wake-up: an eventfd in the set (level-triggered); reap() reads it to reset it.
 // Threads: owning thread only, except wake() and forget_elsewhere() (any thread; the latter under the
 //   registry mutex, which guards forget_requests_'s list).
@@ -68,7 +76,7 @@ namespace corio::detail {
 namespace {
 
 constexpr std::uint64_t wake_tag = UINT64_MAX;
-constexpr std::size_t max_events = 256;
+constexpr std::size_t max_events = 64;  // see "Turn size"
 
 bool is_reader(io_kind kind) noexcept {
   return kind == io_kind::recv || kind == io_kind::recvmsg || kind == io_kind::accept;
