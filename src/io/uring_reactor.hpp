@@ -115,9 +115,10 @@ class uring_reactor final : public reactor {
   void finish_here(io_op& op) noexcept;
   void on_source_completion(io_source& source, std::int32_t result, std::uint32_t flags, completion_sink sink) noexcept;
   void arm(io_source& source) noexcept;
-  /// Adopts a new (or orphaned) source: links it, registers a stream's file, notes this reactor as a
-  /// watcher of the number.
-  void adopt(io_source& source) noexcept;
+  /// Adopts a new (or orphaned) source: takes it orphaned -> live with a CAS, links it, registers a
+  /// stream's file, notes this reactor as a watcher of the number. False, touching nothing, if its
+  /// socket let go of it first ("Adoption" in uring_source.cpp).
+  bool adopt(io_source& source) noexcept;
   /// `fd` was closed on another thread: if this reactor keeps its source and that thread released it,
   /// lets go of it now (release()), instead of at a multishot CQE that may never come.
   void release_closed_elsewhere(int fd) noexcept;

@@ -81,6 +81,14 @@
 //   and the close reaches both. Teardown moves live -> orphaned with the same CAS: whichever CAS
 //   loses, the other side frees it. Nothing else of the source is shared between threads but its
 //   home (claim_home, io_source.hpp).
+// Adoption: a source no reactor keeps (new from claim_home, or orphaned by a teardown) is adopted by
+//   the first operation that reaches its home, with a CAS orphaned -> live. A socket closing on
+//   another thread at that moment takes it with the same CAS, orphaned -> released, and frees it;
+//   exactly one of the two has it. The loser touches nothing: a losing adoption ends its op
+//   -ECANCELED (a later op finds the source closing, or homeless, and ends so too), a losing release
+//   sees live and leaves the source to the reactor as above. Adoption was a plain store once,
+//   and a close that read "orphaned" just before it freed a source the reactor had linked (a TSan
+//   run of close_racing_a_read: the next adoption wrote into the freed source through the list).
 // Shutdown: cancel_all_and_reap completes parked ops, cancels the multishots and waits for their last
 //   CQE; teardown_buffers() then orphans the sources the sockets still own (owner null: a later read
 //   on another reactor adopts it; queued data is dropped, the loop that buffered it is gone) and
@@ -250,8 +258,9 @@ bool uring_reactor::submit_with_source(io_op& op) noexcept {
     return true;
   }
   io_source& source = *homed;
-  if (source.owner == nullptr) {  // new, or its reactor is gone: it lives here from now on
-    adopt(source);
+  if (source.owner == nullptr && !adopt(source)) {  // new, or its reactor is gone: it lives here from now on
+    op.result = -ECANCELED;  // unless its socket, closing on another thread, let go of it first
+    return true;
   }
   if (!source.queue.empty()) {
     op.result = take(source, op);
@@ -269,9 +278,12 @@ bool uring_reactor::submit_with_source(io_op& op) noexcept {
   return false;
 }
 
-void uring_reactor::adopt(io_source& source) noexcept {
+bool uring_reactor::adopt(io_source& source) noexcept {
+  auto orphaned = io_source::life::orphaned;
+  if (!source.state.compare_exchange_strong(orphaned, io_source::life::live, std::memory_order_acq_rel)) {
+    return false;  // released by its closing socket, which frees it
+  }
   source.owner = this;
-  source.state.store(io_source::life::live, std::memory_order_relaxed);  // only the socket holds it
   source.next = sources_;
   if (sources_ != nullptr) {
     sources_->prev = &source;
@@ -290,6 +302,7 @@ void uring_reactor::adopt(io_source& source) noexcept {
   } catch (const std::bad_alloc&) {
     // Out of memory: a close on another thread reaches it at a multishot CQE or at teardown, as below.
   }
+  return true;
 }
 
 void uring_reactor::release_closed_elsewhere(int fd) noexcept {
@@ -656,9 +669,13 @@ void release_io_source(io_source* source) noexcept {
   }
   // Any other thread (or the home has shut down): an armed multishot's last CQE lets the reactor free
   // the source; otherwise the reactor frees it when it is torn down. If no reactor keeps it (orphaned),
-  // it is ours to free.
-  auto live = io_source::life::live;
-  if (source->state.compare_exchange_strong(live, io_source::life::released, std::memory_order_acq_rel)) {
+  // it is ours to free. One CAS from whichever state it is in decides, against a reactor adopting it
+  // this moment (see "Adoption").
+  auto was = source->state.load(std::memory_order_acquire);
+  while (!source->state.compare_exchange_weak(was, io_source::life::released, std::memory_order_acq_rel,
+                                              std::memory_order_acquire)) {
+  }
+  if (was == io_source::life::live) {
     return;
   }
   source->queue.for_each([&](const io_source::entry& each) {
