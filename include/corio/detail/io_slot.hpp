@@ -25,6 +25,7 @@
 //   maintain: the room the caller passes). Ready sockets beyond that stay in the kernel, where they
 //   cost nothing, instead of overflowing the local queue into the shared injection queue and being
 //   taken back from it (at 300 busy connections that round trip cost ~10% of the worker's user time).
+//   The epoll backend takes at most 64 events a turn besides (epoll_reactor.cpp, "Turn size").
 // Multishot (io_uring): a socket's accepts (and, with CORIO_URING_MULTISHOT=all, reads) may be served
 //   by one multishot op that keeps its completions in the reactor between operations (io_source.hpp);
 //   by default a stream's reads are single-shot on the registered file that state holds. That state stays in the reactor
