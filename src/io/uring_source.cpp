@@ -86,9 +86,10 @@
 //   another thread at that moment takes it with the same CAS, orphaned -> released, and frees it;
 //   exactly one of the two has it. The loser touches nothing: a losing adoption ends its op
 //   -ECANCELED (a later op finds the source closing, or homeless, and ends so too), a losing release
-//   sees live and leaves the source to the reactor as above. Adoption was a plain store once,
-//   and a close that read "orphaned" just before it freed a source the reactor had linked (a TSan
-//   run of close_racing_a_read: the next adoption wrote into the freed source through the list).
+//   sees live and leaves the source to the reactor as above. When adoption was a plain store, a
+//   close that read "orphaned" just before it let go of the reactor's share too, and the source was
+//   freed while the reactor kept it linked (a TSan run of close_racing_a_read: the next adoption
+//   wrote into the freed source through the list).
 // Shutdown: cancel_all_and_reap completes parked ops, cancels the multishots and waits for their last
 //   CQE; teardown_buffers() then orphans the sources the sockets still own (owner null: a later read
 //   on another reactor adopts it; queued data is dropped, the loop that buffered it is gone) and
