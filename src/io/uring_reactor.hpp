@@ -117,7 +117,8 @@ class uring_reactor final : public reactor {
   void arm(io_source& source) noexcept;
   /// Adopts a new (or orphaned) source: takes it orphaned -> live with a CAS, links it, registers a
   /// stream's file, notes this reactor as a watcher of the number. False, touching nothing, if its
-  /// socket let go of it first ("Adoption" in uring_source.cpp).
+  /// socket let go of it first; false, having let go of it, if its socket closed since the CAS
+  /// ("Adoption" in uring_source.cpp).
   bool adopt(io_source& source) noexcept;
   /// `fd` was closed on another thread: if this reactor keeps its source and that thread released it,
   /// lets go of it now (release()), instead of at a multishot CQE that may never come.

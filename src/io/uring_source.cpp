@@ -75,7 +75,8 @@
 //   armed or not, when the close reaches it: adopt() notes the owner as a watcher of the number, so
 //   the close that follows the release calls forget_elsewhere() and the owner's next reap finds the
 //   source by number (`source_by_fd_`) and release()s it if it is still `released` (a newer socket
-//   with that number would be live). Without that, a source whose multishot had ended (end of file,
+//   with that number would be live; one adopted here before that reap lets go of the old source
+//   first, so the look-up never hides it). Without that, a source whose multishot had ended (end of file,
 //   a dry ring) kept its registered file, and with it the socket, until teardown. A later request
 //   on the number without a source (a write from another worker) makes that reactor a watcher too,
 //   and the close reaches both. Teardown moves live -> orphaned with the same CAS: whichever CAS
@@ -89,7 +90,13 @@
 //   sees live and leaves the source to the reactor as above. When adoption was a plain store, a
 //   close that read "orphaned" just before it let go of the reactor's share too, and the source was
 //   freed while the reactor kept it linked (a TSan run of close_racing_a_read: the next adoption
-//   wrote into the freed source through the list).
+//   wrote into the freed source through the list). The winning adoption registers the file and
+//   notes itself as the number's watcher inside the number's call bracket (fd_records.hpp, "Calls"):
+//   a close that began after the CAS makes enter_calls() refuse, and since that closing thread saw
+//   the source live and left it here without being able to tell this reactor, the adoption lets go
+//   of it itself and its op ends -ECANCELED; a close that begins later waits for the bracket, then
+//   finds the note. Unbracketed, a close and a reuse of the number in between would have
+//   registered the new socket's file for the old stream.
 // Shutdown: cancel_all_and_reap completes parked ops, cancels the multishots and waits for their last
 //   CQE; teardown_buffers() then orphans the sources the sockets still own (owner null: a later read
 //   on another reactor adopts it; queued data is dropped, the loop that buffered it is gone) and
@@ -290,16 +297,33 @@ bool uring_reactor::adopt(io_source& source) noexcept {
     sources_->prev = &source;
   }
   sources_ = &source;
+  // The file's registration names the number: bracketed like every call on one (fd_records.hpp,
+  // "Calls"), so a close cannot slip in between and leave the slot holding the file of the socket that
+  // reuses the number. The watcher note inside the bracket makes a later close tell this reactor.
+  fd_record* record = record_of(source.fd, true);
+  if (!enter_calls(record, source.generation)) {
+    // Closed since the CAS above: the closing thread found it live and left it to this reactor, but
+    // will not tell it (no note yet). Its CAS to released came before the close, so let go of it now.
+    let_go_if_released_elsewhere(source);  // frees it: nothing holds it yet
+    return false;
+  }
   if (source.kind == io_kind::recv) {
     source.fixed = register_fixed(source.fd);
   }
+  note_watcher(record, id_);
+  leave_calls(record);
   auto index = static_cast<std::size_t>(source.fd);
   try {
     if (index >= source_by_fd_.size()) {
       source_by_fd_.resize(std::max(index + 1, source_by_fd_.size() * 2));
     }
+    if (io_source* previous = source_by_fd_[index]; previous != nullptr && previous != &source) {
+      // The number's previous socket, closed on another thread whose word has not reached this reactor
+      // yet (its next reap looks the number up, and would find this source instead): let go of it now,
+      // or its registered file would keep that socket open until teardown.
+      let_go_if_released_elsewhere(*previous);
+    }
     source_by_fd_[index] = &source;
-    note_watcher(record_of(source.fd, true), id_);  // a close on another thread tells us (fd_records.hpp)
   } catch (const std::bad_alloc&) {
     // Out of memory: a close on another thread reaches it at a multishot CQE or at teardown, as below.
   }
@@ -595,13 +619,20 @@ void uring_reactor::hold(io_op& op, io_source* source) noexcept {
 std::int32_t uring_reactor::end_held(io_op& op, std::int32_t result) noexcept {
   io_source& source = *std::exchange(op.held_on, nullptr);
   --source.held;
-  if (source.closing.load(std::memory_order_acquire)) {
+  // Everything is read before anything below may free the source. A socket closing on another thread
+  // sets `closing` before its CAS to released, so a request that finds it released reports the close
+  // too: reading `closing` first, as this once did, let a close fall between the two reads, and the
+  // request came back with its own result after its source was let go, so finish() issued the rest of
+  // a short send on it and held it again, and the next CQE let go of it a second time.
+  const bool released_elsewhere =
+      !source.released && source.state.load(std::memory_order_acquire) == io_source::life::released;
+  if (released_elsewhere || source.released || source.closing.load(std::memory_order_acquire)) {
     result = -ECANCELED;  // ended by the close (a shutdown fails a send with EPIPE, ends a recv at EOF)
   }
-  if (source.released) {
+  if (released_elsewhere) {
+    release(source);  // frees it unless something else still holds it
+  } else if (source.released) {
     free_if_unheld(source);
-  } else {
-    let_go_if_released_elsewhere(source);  // frees it unless something else still holds it
   }
   return result;
 }

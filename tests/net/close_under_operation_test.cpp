@@ -26,6 +26,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "support/net.hpp"
@@ -408,6 +409,41 @@ TYPED_TEST(close_under_operation, a_stream_closed_on_another_thread_under_a_read
     EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
     EXPECT_EQ(co_await registered_files_settled_at(before), before)
         << "the loop kept the socket closed on another thread";
+  });
+}
+
+// A stream closed on another thread whose number a new stream takes, and reads on the loop, before the
+// loop has heard of the close: the loop must still let go of the closed one (its registered file holds
+// that socket open). It looked the number up, found the new stream's state there, and kept the old
+// one's file until it was destroyed (a review found it).
+TYPED_TEST(close_under_operation, a_stream_closed_on_another_thread_leaves_the_file_table_though_its_number_is_reused_at_once) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    corio::detail::io_slot& slot = *corio::detail::current_io_slot;
+    auto [client, server] = co_await connected_pair();
+    const std::size_t before = slot.registered_files();
+    std::byte buffer[16];
+    co_await client.write_all(bytes("ping"));
+    EXPECT_EQ(co_await server.read_some(buffer), 4u);  // creates the state and registers the socket
+    const std::size_t per_stream = slot.registered_files() - before;  // 1 on io_uring, 0 on epoll
+    const int number = server.native_handle();
+    std::thread([&] { server.close(); }).join();  // this thread is blocked meanwhile: the loop hears nothing
+
+    int pair[2];  // one end takes the closed stream's number (the lowest free one, or by dup3)
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair), 0);
+    if (pair[1] == number) {
+      std::swap(pair[0], pair[1]);
+    }
+    if (pair[0] != number) {
+      EXPECT_EQ(::dup3(pair[0], number, O_CLOEXEC), number);
+      ::close(std::exchange(pair[0], number));
+    }
+    tcp_stream reused(number);
+    EXPECT_EQ(::write(pair[1], "x", 1), 1);
+    EXPECT_EQ(co_await corio::with_timeout(5s, reused.read_some(buffer)), 1u);  // its state takes the number here
+    EXPECT_EQ(co_await registered_files_settled_at(before + per_stream), before + per_stream)
+        << "the loop kept the file of the stream closed on another thread";
+    reused.close();
+    ::close(pair[1]);
   });
 }
 
