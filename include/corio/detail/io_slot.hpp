@@ -154,7 +154,11 @@ class io_slot final : private park_backend {
   std::uint32_t reactor_id() const noexcept;
 
   /// Whether `other` is a slot of the same executor (another worker of one runtime, or this one).
-  bool shares_executor_with(const io_slot& other) const noexcept { return &owner_ == &other.owner_; }
+  /// Decided by address, without reading `other`: a closing socket's home may be an event loop being
+  /// destroyed on another thread, while siblings live as long as their runtime.
+  bool shares_executor_with(const io_slot& other) const noexcept {
+    return &other == this || std::find(siblings_.begin(), siblings_.end(), &other) != siblings_.end();
+  }
 
   /// Owning thread. One loop turn without blocking, if any op is in flight or handed to this slot,
   /// taking at most `room` completions (the free room in the caller's run queue).
