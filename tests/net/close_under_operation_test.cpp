@@ -13,8 +13,10 @@
 #include <corio/runtime.hpp>
 #include <corio/time.hpp>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -157,6 +159,41 @@ TYPED_TEST(close_under_operation, closing_a_listener_ends_its_pending_accept_wit
     co_await corio::sleep_for(20ms);
     std::error_code error = co_await close_and_join(listener, std::move(acceptor));
     EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
+  });
+}
+
+// Destroying a listener (not closing it) under two waiting accepts: each ends cancelled, and neither
+// takes a connection from the listener that reuses the number. The destructor left the accepts' stash
+// open, so the first accept to resume looked for a connection left behind for the second with
+// accept4() on the old number, which by then named the new listener (a review found it).
+TYPED_TEST(close_under_operation, destroying_a_listener_under_two_accepts_never_takes_the_next_listener_s_connection) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto first = std::make_unique<tcp_listener>(tcp_listener::bind(endpoint::loopback_v4(0)));
+    const int number = first->native_handle();
+    auto one = corio::spawn(accept_once(*first));
+    auto two = corio::spawn(accept_once(*first));
+    co_await corio::sleep_for(20ms);  // both wait
+    first.reset();
+
+    auto next = tcp_listener::bind(endpoint::loopback_v4(0));
+    EXPECT_EQ(next.native_handle(), number) << "the premise: the new listener reuses the number";
+    const int client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const sockaddr_in to = [&] {
+      sockaddr_in address{};
+      address.sin_family = AF_INET;
+      address.sin_port = htons(next.local_endpoint().port());
+      address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      return address;
+    }();
+    // A blocking connect on loopback: queued in the new listener before the accepts resume.
+    EXPECT_EQ(::connect(client, reinterpret_cast<const sockaddr*>(&to), sizeof to), 0);
+    EXPECT_EQ(co_await corio::with_timeout(5s, std::move(one)), std::errc::operation_canceled);
+    EXPECT_EQ(co_await corio::with_timeout(5s, std::move(two)), std::errc::operation_canceled);
+    std::error_code error;
+    auto accepted = co_await corio::with_timeout(5s, next.accept(error));
+    EXPECT_FALSE(error) << error.message();
+    EXPECT_TRUE(accepted.is_open()) << "the connection went to an accept of the destroyed listener";
+    ::close(client);
   });
 }
 

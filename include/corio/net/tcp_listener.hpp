@@ -58,6 +58,9 @@ class tcp_listener {
  public:
   tcp_listener() noexcept = default;
   tcp_listener(tcp_listener&& other) noexcept = default;
+  /// close(): the accepts still waiting must see their stash closed before the number is, or one of
+  /// them would look for a connection left behind on whatever socket reuses the number.
+  ~tcp_listener() { close(); }
   /// Closes this one first (its multishot state before its socket), then takes `other`'s.
   tcp_listener& operator=(tcp_listener&& other) noexcept {
     if (this != &other) {
