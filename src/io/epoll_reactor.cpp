@@ -4,7 +4,7 @@
 // Readiness: submit() tries the system call at once (non-blocking: MSG_DONTWAIT, accept4 with
 //   SOCK_NONBLOCK, a non-blocking connect); only on EAGAIN does the op wait, in its fd's list of
 //   readers (recv, recvmsg, accept) or writers (send, sendmsg, connect). An fd is registered once
-//   per reactor, edge-triggered for both directions (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET), so a
+//   per reactor, edge-triggered for both directions (EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP | EPOLLET), so a
 //   wait costs no epoll_ctl; an event retries the waiting ops of that direction in FIFO order until
 //   one gets EAGAIN again. Edge-triggered is enough because an op only waits after its own syscall
 //   saw EAGAIN, and every later arrival of data (or of send-buffer room) is a new edge.
@@ -188,15 +188,19 @@ struct fd_entry {
   // An event said the peer closed its side (EPOLLRDHUP), or the socket hung up or failed: that edge
   // is spent, so no later one will announce the end of file a read still has to see.
   bool read_closed = false;
+  // An event said urgent (out-of-band) data arrived (EPOLLPRI): a TCP read stops short at its mark
+  // with the rest of the stream behind it, so from then on a short read does not mean drained.
+  bool urgent = false;
 };
 
 // A stream recv that returned less than it asked for emptied the socket's receive queue: data that
 // arrives later is a new edge, so the next read may wait for the event instead of trying first.
 // Not once the peer's FIN was signalled: it may have come with the data just read, and its edge with
-// it (epoll reports both in one event), so the next read must try and see the end of file.
+// it (epoll reports both in one event), so the next read must try and see the end of file. Nor once
+// urgent data came: a read stops at its mark, short, with data queued behind it.
 bool drained(const fd_entry& entry, const io_op& op, int result) noexcept {
   return op.kind == io_kind::recv && result > 0 && static_cast<std::uint32_t>(result) < op.length &&
-         !entry.read_closed;
+         !entry.read_closed && !entry.urgent;
 }
 
 class epoll_reactor final : public reactor {
@@ -277,7 +281,10 @@ class epoll_reactor final : public reactor {
       if ((event.events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) {
         entry.read_closed = true;
       }
-      if ((event.events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) {
+      if ((event.events & EPOLLPRI) != 0) {
+        entry.urgent = true;
+      }
+      if ((event.events & (EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) {
         entry.readable = true;
         retry(entry, true);  // its readers
       }
@@ -353,7 +360,7 @@ class epoll_reactor final : public reactor {
     entry.record = record;
     finish_waiting(entry);  // ops of a socket closed on another thread: never the new socket's reads
     epoll_event event{};
-    event.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+    event.events = EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP | EPOLLET;
     event.data.u64 = index;
     if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event) < 0 &&
         (errno != EEXIST || ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &event) < 0)) {
@@ -363,6 +370,7 @@ class epoll_reactor final : public reactor {
     entry.generation = generation;
     entry.readable = true;
     entry.read_closed = false;
+    entry.urgent = false;
     return 0;
   }
 

@@ -48,6 +48,34 @@ TYPED_TEST(stream, read_exact_reports_end_of_stream_when_the_peer_disconnects_mi
   });
 }
 
+// Urgent (out-of-band) data: a TCP read stops short at its mark with the rest of the stream behind
+// it, so a short read there does not mean the receive queue is empty, and the next read gets the rest.
+// On epoll it waited for an edge that never came (a review found it).
+TYPED_TEST(stream, a_read_after_urgent_data_gets_the_rest_of_the_stream) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto [client, server] = co_await connected_pair();
+    std::byte buffer[64];
+    auto waiting = corio::spawn([&]() -> corio::task<std::size_t> { co_return co_await server.read_some(buffer); });
+    co_await corio::sleep_for(5ms);  // the read waits: on epoll the socket is now in the set
+    co_await client.write_all(bytes("ping"));
+    EXPECT_EQ(co_await std::move(waiting), 4u);
+    const int peer = client.native_handle();
+    EXPECT_EQ(::send(peer, "hello", 5, 0), 5);
+    EXPECT_EQ(::send(peer, "!", 1, MSG_OOB), 1);  // the urgent byte: out of band, not in the stream
+    EXPECT_EQ(::send(peer, "world", 5, 0), 5);
+    co_await corio::sleep_for(20ms);  // all of it is queued, and its events were taken
+    std::string got;
+    while (got.size() < 10) {
+      std::size_t n = co_await corio::with_timeout(5s, server.read_some(buffer));
+      if (n == 0) {
+        break;
+      }
+      got += text(std::span<const std::byte>(buffer, n));
+    }
+    EXPECT_EQ(got, "helloworld");
+  });
+}
+
 TYPED_TEST(stream, a_half_closed_peer_still_receives_the_reply) {
   run_on_loop(TestFixture::backend, []() -> corio::task<void> {
     auto [client, server] = co_await connected_pair();
