@@ -23,15 +23,16 @@
 //   An op handed to another worker's slot (a read on a stream whose multishot state that
 //   worker's reactor keeps: io_slot.hpp, "Multishot") starts one step earlier:
 //     idle --hand-off--> queued --the home slot takes it (CAS)--> in_flight    (then as above)
-//     queued --stop callback or deadline (CAS)--> cancel_queued --the home slot takes it--> done
+//     queued --deadline (CAS)--> cancel_queued --the home slot takes it--> done
 //                                                                           (-ECANCELED, scheduled)
 //   The stop callback of a handed-off op is registered by the home slot's thread when it takes the op
 //   (arm_cancellation): the submitting thread touches nothing once the op is published, since the
 //   home thread may finish it and resume the coroutine at once.
 // Invariants:
 //  - only the reactor's thread moves the state out of in_flight to done, and out of cancel_requested,
-//    queued and cancel_queued; a stop callback only moves in_flight -> cancel_requested and queued ->
-//    cancel_queued (CAS, so it loses cleanly to a completion or to the home slot taking the op).
+//    queued and cancel_queued; a stop callback only moves in_flight -> cancel_requested, and a
+//    deadline's cancel (cancel_for_deadline) that one or queued -> cancel_queued (CAS, so each loses
+//    cleanly to a completion or to the home slot taking the op).
 //    The handle is scheduled exactly once, after both the kernel and any cancel request
 //    have let go of the op: the frame may be freed as soon as it resumes.
 //  - a stop callback that lost (state not in_flight) touches nothing but the state byte; one that won

@@ -12,12 +12,13 @@
 //   unlink), then one submit-and-wait (io_uring) or epoll_wait, then the finished ops' handles go to
 //   the executor in one schedule_batch (one queue operation and one notification for N completions).
 //   poll() is the same turn with a zero timeout; executors call it (a worker: maintain()) so a busy
-//   thread still reaps I/O. maintain() skips it when a park already turned the reactor since the last
-//   tick, or while tasks the reactor delivered may still wait in the caller's queue (it delivered
-//   more than the ticks since, and the queue is not empty). Each skipped poll is one io_uring_enter
-//   or epoll_wait fewer, and the next turn submits and reaps for the whole batch the last one
-//   delivered: polled every tick, a worker whose queue stays full of I/O tasks (the echo at 500
-//   clients never parks) entered the kernel every 61 tasks, 5-20x as often as a plain liburing loop.
+//   thread still reaps I/O and finds what other threads queued for it. maintain() skips it when a
+//   park already turned the reactor since the last tick, or while tasks the reactor delivered may
+//   still wait in the caller's queue (it delivered more than the ticks since, and the queue is not
+//   empty). Each skipped poll is one io_uring_enter or epoll_wait fewer, and the next turn submits
+//   and reaps for the whole batch the last one delivered: polled every tick, a worker whose queue
+//   stays full of I/O tasks (the echo at 500 clients never parks) entered the kernel every 61 tasks,
+//   5-20x as often as a plain liburing loop.
 //   A completion still waits a bounded time for a busy worker: the count decays by a tick's tasks per
 //   tick, whatever ran, and is at most a queue's capacity plus a tick (6 ticks of 61 for 256).
 // Reap bound: a turn takes from the kernel no more completions than its executor's run queue has
@@ -160,10 +161,15 @@ class io_slot final : private park_backend {
     return &other == this || std::find(siblings_.begin(), siblings_.end(), &other) != siblings_.end();
   }
 
-  /// Owning thread. One loop turn without blocking, if any op is in flight or handed to this slot,
-  /// taking at most `room` completions (the free room in the caller's run queue).
+  /// Owning thread. One loop turn without blocking, if any op is in flight, or another thread queued
+  /// anything for this slot (a hand-off, a cancel request, a release), taking at most `room`
+  /// completions (the free room in the caller's run queue). Not only park() may find those queues: an
+  /// op that completed while its cancel request was on the way is delivered by the request (see
+  /// turn()), and a thread that never runs dry never parks.
   void poll(std::size_t room) noexcept {
-    if (pending_ != 0 || handed_.load(std::memory_order_relaxed) != nullptr) {
+    if (pending_ != 0 || handed_.load(std::memory_order_relaxed) != nullptr ||
+        cancels_.load(std::memory_order_relaxed) != nullptr ||
+        releases_.load(std::memory_order_relaxed) != nullptr) {
       turn(std::chrono::nanoseconds::zero(), room);
     }
   }
