@@ -19,6 +19,7 @@ constexpr std::chrono::microseconds reactor_spin{50};
 constexpr auto chain_bound = std::chrono::milliseconds(1);
 constexpr std::size_t inject_batch = worker::queue_capacity / 2;
 constexpr std::size_t min_reap = 16;
+constexpr auto drain_io_wait = std::chrono::milliseconds(1);
 
 std::coroutine_handle<> as_handle(void* address) noexcept { return std::coroutine_handle<>::from_address(address); }
 
@@ -60,7 +61,11 @@ void worker::run() {
       continue;
     }
     if (owner_.draining()) {
-      break;
+      if (!io_.has_pending() || owner_.drain_deadline_passed()) {
+        break;
+      }
+      parker_.park_unless_notified(drain_io_wait);  // the cancelled operations end in the reactor's wait
+      continue;
     }
     park();
   }

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -181,6 +182,33 @@ TYPED_TEST(stream, connect_to_a_closed_port_fails_with_connection_refused) {
 
 // A client that never reads: the server's write_all suspends once the kernel's buffers are full,
 // the memory it holds stays its own buffer (no queueing in corio), and cancelling it frees the task.
+// A runtime's shutdown cancels a task blocked in a read, and the task sees corio::cancelled within the
+// grace period, as one blocked on a timer or a channel does: its handler runs. The worker used to
+// leave its loop as soon as it found nothing to run, with the read's cancel request still queued for
+// its reactor, and the frame was destroyed suspended (a review found it).
+TYPED_TEST(stream, a_task_blocked_in_a_read_sees_its_cancellation_when_the_runtime_shuts_down) {
+  std::atomic<bool> handled{false};
+  tcp_stream client;
+  {
+    corio::runtime rt(runtime_options(TestFixture::backend));
+    client = rt.block_on([&handled]() -> corio::task<tcp_stream> {
+      auto [near, far] = co_await connected_pair();
+      corio::spawn([](tcp_stream stream, std::atomic<bool>& flag) -> corio::task<void> {
+        std::byte buffer[16];
+        try {
+          co_await stream.read_some(buffer);
+        } catch (const corio::cancelled&) {
+          flag = true;
+          throw;
+        }
+      }(std::move(far), handled)).detach();
+      co_await corio::sleep_for(20ms);  // the read waits
+      co_return std::move(near);
+    }());
+  }
+  EXPECT_TRUE(handled) << "the task was destroyed suspended, without seeing its cancellation";
+}
+
 TYPED_TEST(stream, a_client_that_never_reads_suspends_the_writer_with_bounded_buffering) {
   corio::runtime rt(runtime_options(TestFixture::backend));
   rt.block_on([]() -> corio::task<void> {
