@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -144,6 +145,43 @@ TEST(channel, a_const_sender_sends_and_one_handle_serves_several_threads) {
 // recv beside a timer in when_any and under with_timeout, on two workers, where the two often
 // complete at once: a recv that lost gives its value back to the channel, so every value sent is
 // received exactly once, the last one too (sent just before the channel closes).
+// A value whose move constructor, once armed, has a plain thread set `winner` and then waits 50 ms: a
+// recv that takes it inline from the buffer is still completing when the when_any's other operand
+// (woken by `winner` on the runtime's other worker) wins and stops it.
+struct slow_to_move {
+  static inline std::atomic<bool> armed{false};
+  static inline corio::event* winner = nullptr;
+  int value = 0;
+  explicit slow_to_move(int v) noexcept : value(v) {}
+  slow_to_move(slow_to_move&& other) noexcept : value(other.value) {
+    if (armed.exchange(false)) {
+      std::thread([] { winner->set(); }).detach();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  slow_to_move& operator=(slow_to_move&&) = delete;
+};
+
+// The recv loses after taking its value inline (it never suspended): the value goes back to the
+// channel, as for a recv that lost while parked. It was returned into the when_any's losing slot and
+// destroyed there (a review found it).
+TEST(channel, a_recv_that_loses_a_when_any_while_taking_its_value_inline_gives_it_back) {
+  corio::runtime rt({.workers = 2});
+  auto [tx, rx] = corio::channel<slow_to_move>(4);
+  corio::event winner;
+  slow_to_move::winner = &winner;
+  EXPECT_EQ(tx.try_send(slow_to_move(7)), corio::channel_status::ok);
+  slow_to_move::armed = true;
+  auto first = rt.block_on([&]() -> corio::task<std::size_t> {
+    auto result = co_await corio::when_any(winner.wait(), rx.recv());
+    co_return result.index();
+  });
+  EXPECT_EQ(first, 0u);
+  auto back = rx.try_recv();
+  EXPECT_EQ(back.status, corio::channel_status::ok) << "the losing recv's value was lost";
+  EXPECT_EQ(back.value ? back.value->value : -1, 7);
+}
+
 TEST(channel, a_recv_that_loses_a_when_any_or_times_out_loses_no_value) {
   corio::runtime rt({.workers = 2});
   constexpr int values = 20000;
