@@ -27,8 +27,16 @@ bool blocking_pool::submit(job work) {
       thread.join();  // it has returned from thread_main (or is about to): a short wait at most
       return true;
     });
+    try {
+      threads_.emplace_back([this] { thread_main(); });  // it waits for this lock before it looks
+    } catch (...) {
+      if (live_ != 0) {
+        return true;  // no new thread (EAGAIN): a busy one takes the job when its call returns
+      }
+      jobs_.pop_back();  // nobody would ever run it, and the caller frees what it points to
+      throw;
+    }
     ++live_;
-    threads_.emplace_back([this] { thread_main(); });
   } else {
     work_ready_.notify_one();
   }

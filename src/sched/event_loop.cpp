@@ -87,7 +87,7 @@ event_loop::~event_loop() {
   posts_.close();
   // A hop checked before this destructor began may still be completing on the thread it leaves; it
   // touches this loop until it has either posted here or given the root back.
-  while (hops_in_flight_.load(std::memory_order_acquire) != 0) {
+  while (hops_in_flight_.load(std::memory_order_seq_cst) != 0) {
     std::this_thread::yield();
   }
   ready_.clear();
@@ -124,10 +124,14 @@ void event_loop::check_hop(const detail::promise_base* chain) {
   if (chain != nullptr && chain->shares_executor_ && detail::current_executor != nullptr) {
     throw std::logic_error("corio::schedule_on: an operand of when_all/when_any cannot move to another executor alone");
   }
+  // Counted before the check, and both seq_cst, against the destructor's close then load of the count:
+  // either this hop sees the loop stopped, or the destructor waits for it. (Counted after the check, a
+  // destructor that began in between read no hop and freed the loop under it.)
+  hops_in_flight_.fetch_add(1, std::memory_order_seq_cst);
   if (stopped()) {
+    hops_in_flight_.fetch_sub(1, std::memory_order_release);
     throw loop_stopped("corio::schedule_on: the target loop is stopped");
   }
-  hops_in_flight_.fetch_add(1, std::memory_order_relaxed);  // the caller keeps the loop alive until here
 }
 
 // Runs in resume_top, on the thread the coroutine left, once nothing there touches its chain. The

@@ -61,7 +61,7 @@ void worker::run() {
       continue;
     }
     if (owner_.draining()) {
-      if (!io_.has_pending() || owner_.drain_deadline_passed()) {
+      if (!io_.has_work() || owner_.drain_deadline_passed()) {
         break;
       }
       parker_.park_unless_notified(drain_io_wait);  // the cancelled operations end in the reactor's wait

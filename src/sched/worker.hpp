@@ -64,8 +64,9 @@
 // The local queue's pop: a CAS on its head, which thieves move too; the only worker of a runtime has
 //   no thieves and pops with a plain store (one locked instruction fewer per task).
 // Shutdown: when the scheduler is draining, a worker that finds no work (or passes the drain deadline)
-//   leaves its loop instead of parking, unless operations are still in flight in its reactor: those
-//   belong to tasks the drain cancelled, whose cancel requests are queued for the reactor, so it waits
+//   leaves its loop instead of parking, unless operations are still in flight in its reactor, or
+//   handed to it by other workers: those belong to tasks the drain cancelled, whose cancel requests
+//   are queued for the reactor (a handed-off op's once the reactor takes it), so it waits
 //   in the reactor (1 ms at a time, until the deadline) and their tasks resume with corio::cancelled
 //   and run their handlers, as tasks woken from a timer or a channel do. (It used to leave at once, and
 //   such a task was destroyed suspended.) Then it cancels and reaps its reactor's operations on its own

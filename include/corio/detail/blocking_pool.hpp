@@ -35,7 +35,8 @@ class blocking_pool {
   blocking_pool(const blocking_pool&) = delete;
   blocking_pool& operator=(const blocking_pool&) = delete;
 
-  /// Queues `work`; false if the pool is shut down.
+  /// Queues `work`; false if the pool is shut down. Throws std::system_error, with `work` not queued,
+  /// if no thread runs and none can be started (then nothing would ever run or finish it).
   bool submit(job work);
   void shutdown() noexcept;
 

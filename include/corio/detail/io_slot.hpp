@@ -167,11 +167,15 @@ class io_slot final : private park_backend {
   /// op that completed while its cancel request was on the way is delivered by the request (see
   /// turn()), and a thread that never runs dry never parks.
   void poll(std::size_t room) noexcept {
-    if (pending_ != 0 || handed_.load(std::memory_order_relaxed) != nullptr ||
-        cancels_.load(std::memory_order_relaxed) != nullptr ||
-        releases_.load(std::memory_order_relaxed) != nullptr) {
+    if (has_work()) {
       turn(std::chrono::nanoseconds::zero(), room);
     }
+  }
+
+  /// Owning thread. Whether an op is in flight or another thread queued anything for this slot.
+  bool has_work() const noexcept {
+    return pending_ != 0 || handed_.load(std::memory_order_relaxed) != nullptr ||
+           cancels_.load(std::memory_order_relaxed) != nullptr || releases_.load(std::memory_order_relaxed) != nullptr;
   }
 
   /// Owning thread. Whether an operation is in flight (submitted and not yet delivered).
