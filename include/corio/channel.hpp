@@ -113,7 +113,7 @@ class recv_awaiter {
     return suspend_plain<T, true>(state_, node_, op_, self);
   }
   std::optional<T> await_resume() {
-    op_.finish();
+    op_.finish(true);
     return std::move(slot_);
   }
 
@@ -141,7 +141,7 @@ class send_awaiter {
     return suspend_plain<T, false>(state_, node_, op_, self);
   }
   send_result await_resume() {
-    op_.finish();
+    op_.finish(false);
     return send_result(node_.ok_);
   }
 

@@ -28,10 +28,11 @@
 //    back to the channel (channel_state::give_back), so it is never lost, unless a receiver was
 //    told the channel is closed and drained since: then the recv keeps it and returns it; a
 //    delivered send stands;
-//  - an operation that completes inline and finds its task's stop requested by then ends as a woken
-//    one does: a recv gives its value back (a when_any operand that lost while it took the value
-//    inline returned it into the losing slot, where when_any destroyed it), a delivered send stands;
-//    a task whose stop was requested before the op starts gets corio::cancelled (step 1).
+//  - a recv that completes inline and finds its task's stop requested by then ends as a woken one
+//    does: it gives its value back (a when_any operand that lost while it took the value inline
+//    returned it into the losing slot, where when_any destroyed it); an inline send stands without
+//    looking (a delivered send stands anyway); a task whose stop was requested before the op starts
+//    gets corio::cancelled (step 1).
 // A frame destroyed while parked (or woken and queued, or queued by the budget yield), in ~chan_op:
 //   1. remove the stop callback (waits for one in flight);
 //   2. under the lock, unlink the node if it is still linked (it was not completed);
@@ -99,8 +100,9 @@ class chan_op : public parked_coroutine {
   bool park(std::coroutine_handle<> self);
 
   /// await_resume: throws corio::cancelled (see the design note); the outcome is in the node's ok_.
-  void finish() {
-    if (suspended_ || cancelled_ || (stop_ != nullptr && stop_->stop_requested())) {
+  /// A send that completed inline stands whatever happened since, so only a recv looks at the stop.
+  void finish(bool receiving) {
+    if (suspended_ || cancelled_ || (receiving && stop_ != nullptr && stop_->stop_requested())) {
       finish_after_suspension();
     }
   }
