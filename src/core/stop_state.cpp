@@ -1,42 +1,18 @@
 // corio::detail::stop_state: the request and the slow paths (design note in stop_state.hpp).
 #include <corio/detail/stop_state.hpp>
 
-#include <thread>
-
 #include "cpu_relax.hpp"
 
 namespace corio::detail {
 
-namespace {
-
-// Spins briefly, then yields: a lock holder or a running callback is normally done within a few
-// instructions, but the thread holding it may have been preempted.
-class backoff {
- public:
-  void pause() noexcept {
-    if (++spins_ < 64) {
-      cpu_relax();
-    } else {
-      std::this_thread::yield();
-    }
-  }
-
- private:
-  unsigned spins_ = 0;
-};
-
-}  // namespace
-
 std::uint32_t stop_state::lock_contended() noexcept {
-  backoff wait;
-  for (;;) {
-    std::uint32_t word = word_.load(std::memory_order_relaxed);
-    if ((word & locked) == 0 &&
-        word_.compare_exchange_weak(word, word | locked, std::memory_order_acquire, std::memory_order_relaxed)) {
-      return word;
-    }
-    wait.pause();
-  }
+  std::uint32_t word = 0;
+  back_off_while([&] {
+    word = word_.load(std::memory_order_relaxed);
+    return (word & locked) != 0 ||
+           !word_.compare_exchange_weak(word, word | locked, std::memory_order_acquire, std::memory_order_relaxed);
+  });
+  return word;
 }
 
 bool stop_state::request_stop(bool for_deadline) noexcept {
@@ -82,10 +58,7 @@ void stop_state::wait_until_done(stop_callback_base& callback) noexcept {
     return;
   }
   unlock(word);
-  backoff wait;
-  while (!callback.done_.load(std::memory_order_acquire)) {
-    wait.pause();
-  }
+  back_off_while([&] { return !callback.done_.load(std::memory_order_acquire); });
 }
 
 }  // namespace corio::detail

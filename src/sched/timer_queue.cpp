@@ -43,9 +43,8 @@ bool timer::disarm() noexcept {
     home_->note_remote_cancel();  // the owner drops the entry when it pops it
     return true;
   }
-  while (e.state.load(std::memory_order_acquire) != timer_entry::fired) {
-    cpu_relax();  // the callback is running on the owning thread
-  }
+  // The callback is running on the owning thread (it may request a stop, whose callbacks take locks).
+  back_off_while([&] { return e.state.load(std::memory_order_acquire) != timer_entry::fired; });
   home_->give_back(e);
   return false;
 }

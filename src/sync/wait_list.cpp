@@ -5,28 +5,10 @@
 #include <corio/detail/coop_budget.hpp>
 
 #include <mutex>
-#include <thread>
 
 #include "core/cpu_relax.hpp"
 
 namespace corio::detail {
-
-namespace {
-
-// Waits are a few instructions long (a critical section, or a waker's schedule call), so a short
-// spin usually suffices; after that the other thread was probably preempted, and yielding lets it
-// run (this matters on 2 cores).
-template <class Busy>
-void back_off_while(Busy busy) noexcept {
-  for (int spins = 0; busy(); ++spins) {
-    if (spins < 64) {
-      cpu_relax();
-    } else {
-      std::this_thread::yield();
-    }
-  }
-}
-}  // namespace
 
 void spin_lock::wait_until_free() const noexcept {
   back_off_while([this] { return locked_.load(std::memory_order_relaxed); });
