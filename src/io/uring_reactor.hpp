@@ -124,8 +124,9 @@ class uring_reactor final : public reactor {
   /// lets go of it now (release()), instead of at a multishot CQE that may never come.
   void release_closed_elsewhere(int fd) noexcept;
   /// If another thread released `source` (closed its socket) and this reactor has not let go of it
-  /// yet, release()s it now, which frees it unless its multishot or a held request still needs it.
-  void let_go_if_released_elsewhere(io_source& source) noexcept;
+  /// yet, release()s it now, which frees it unless its multishot or a held request still needs it;
+  /// returns whether it did.
+  bool let_go_if_released_elsewhere(io_source& source) noexcept;
   void cancel_multishot(io_source& source) noexcept;
   /// prep_single: the op's request uses `source`'s socket; counted until its CQE (end_held).
   void hold(io_op& op, io_source* source) noexcept;

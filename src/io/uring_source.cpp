@@ -76,8 +76,8 @@
 //   the close that follows the release calls forget_elsewhere() and the owner's next reap finds the
 //   source by number (`source_by_fd_`) and release()s it if it is still `released` (a newer socket
 //   with that number would be live; one adopted here before that reap lets go of the old source
-//   first, so the look-up never hides it). Without that, a source whose multishot had ended (end of file,
-//   a dry ring) kept its registered file, and with it the socket, until teardown. A later request
+//   first, so the look-up never hides it). Without that, a source whose multishot had ended (end of
+//   file, a dry ring) kept its registered file, and with it the socket, until teardown. A later request
 //   on the number without a source (a write from another worker) makes that reactor a watcher too,
 //   and the close reaches both. Teardown moves live -> orphaned with the same CAS: whichever CAS
 //   loses, the other side frees it. Nothing else of the source is shared between threads but its
@@ -338,10 +338,12 @@ void uring_reactor::release_closed_elsewhere(int fd) noexcept {
   let_go_if_released_elsewhere(*source_by_fd_[index]);  // a newer socket with this number is live: kept
 }
 
-void uring_reactor::let_go_if_released_elsewhere(io_source& source) noexcept {
+bool uring_reactor::let_go_if_released_elsewhere(io_source& source) noexcept {
   if (!source.released && source.state.load(std::memory_order_acquire) == io_source::life::released) {
     release(source);
+    return true;
   }
+  return false;
 }
 
 void uring_reactor::arm(io_source& source) noexcept {
@@ -619,20 +621,19 @@ void uring_reactor::hold(io_op& op, io_source* source) noexcept {
 std::int32_t uring_reactor::end_held(io_op& op, std::int32_t result) noexcept {
   io_source& source = *std::exchange(op.held_on, nullptr);
   --source.held;
-  // Everything is read before anything below may free the source. A socket closing on another thread
-  // sets `closing` before its CAS to released, so a request that finds it released reports the close
-  // too: reading `closing` first, as this once did, let a close fall between the two reads, and the
-  // request came back with its own result after its source was let go, so finish() issued the rest of
-  // a short send on it and held it again, and the next CQE let go of it a second time.
-  const bool released_elsewhere =
-      !source.released && source.state.load(std::memory_order_acquire) == io_source::life::released;
-  if (released_elsewhere || source.released || source.closing.load(std::memory_order_acquire)) {
-    result = -ECANCELED;  // ended by the close (a shutdown fails a send with EPIPE, ends a recv at EOF)
-  }
-  if (released_elsewhere) {
-    release(source);  // frees it unless something else still holds it
-  } else if (source.released) {
+  // Ended by the close (a shutdown fails a send with EPIPE, ends a recv at EOF): -ECANCELED. A socket
+  // closing on another thread sets `closing` before its CAS to released, so a request that finds it
+  // released reports the close too, whatever `closing` read before. Decided from the same read that
+  // lets go of the source: deciding from an earlier one let a close fall between the two, and the
+  // request came back with its own result after its source was let go, so finish() issued the rest
+  // of a short send on it and held it again, and the next CQE let go of it a second time.
+  if (source.released) {
     free_if_unheld(source);
+    return -ECANCELED;
+  }
+  const bool closing = source.closing.load(std::memory_order_acquire);
+  if (let_go_if_released_elsewhere(source) || closing) {  // may free the source: nothing of it is read after
+    result = -ECANCELED;
   }
   return result;
 }
