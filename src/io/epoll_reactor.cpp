@@ -4,9 +4,9 @@
 // Readiness: submit() tries the system call at once (non-blocking: MSG_DONTWAIT, accept4 with
 //   SOCK_NONBLOCK, a non-blocking connect); only on EAGAIN does the op wait, in its fd's list of
 //   readers (recv, recvmsg, accept) or writers (send, sendmsg, connect). An fd is registered once
-//   per reactor, edge-triggered for both directions (EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP | EPOLLET), so a
-//   wait costs no epoll_ctl; an event retries the waiting ops of that direction in FIFO order until
-//   one gets EAGAIN again. Edge-triggered is enough because an op only waits after its own syscall
+//   per reactor, edge-triggered for both directions (EPOLLIN | EPOLLPRI | EPOLLOUT | EPOLLRDHUP |
+//   EPOLLET), so a wait costs no epoll_ctl; an event retries the waiting ops of that direction in
+//   FIFO order until one gets EAGAIN again. Edge-triggered is enough because an op only waits after its own syscall
 //   saw EAGAIN, and every later arrival of data (or of send-buffer room) is a new edge.
 //   A whole transfer (write_all) repeats its send while it makes progress (attempt_whole) and waits
 //   for writability only when the send buffer is full.
