@@ -26,6 +26,8 @@ bool stop_state::request_stop(bool for_deadline) noexcept {
   }
   word |= for_deadline ? requested | deadline : requested;  // published by the next unlock, before any callback runs
   requester_ = this_thread_id();
+  bool gone = false;
+  gone_ = &gone;
   while (head_ != nullptr) {
     stop_callback_base& callback = *head_;
     unlink(callback);
@@ -34,14 +36,26 @@ bool stop_state::request_stop(bool for_deadline) noexcept {
     callback.destroyed_ = &destroyed;
     unlock(word);
     callback.invoke_(callback);
+    if (gone) {
+      return true;  // the callback ended this state's owner (and the callback with it)
+    }
     if (!destroyed) {
       callback.done_.store(true, std::memory_order_release);
     }
     word = lock();
   }
   running_ = nullptr;
+  gone_ = nullptr;
   unlock(word);
   return true;
+}
+
+void stop_state::tell_requester_gone() noexcept {
+  std::uint32_t word = lock();
+  if (gone_ != nullptr && requester_ == this_thread_id()) {
+    *gone_ = true;
+  }
+  unlock(word);
 }
 
 const void* stop_state::this_thread_id() noexcept {

@@ -1,9 +1,11 @@
 #include <corio/cancellation.hpp>
 #include <corio/event.hpp>
 #include <corio/runtime.hpp>
+#include <corio/semaphore.hpp>
 #include <corio/sync_wait.hpp>
 #include <corio/task.hpp>
 #include <corio/time.hpp>
+#include <corio/when_any.hpp>
 #include <corio/yield.hpp>
 
 #include <gtest/gtest.h>
@@ -80,6 +82,42 @@ TEST(cancellation, with_stop_token_cancels_when_the_users_token_is_requested) {
                }())),
                corio::cancelled);
   requester.join();
+}
+
+// A stop request whose callback ends the state it runs on: the semaphore wait parks on a plain thread
+// (sync_wait's), so its stop callback resumes the chain inline on the requesting thread, and the chain
+// goes on to destroy with_stop_token's frame (and when_any's), which hold the states the request is
+// running on. The request must not touch them afterwards: it locked the freed state before the fix
+// (ASan: heap-use-after-free with CORIO_FRAME_POOL=off, which the ctest entry
+// stop_state_destroyed_inside_its_own_request sets; pooled, it wrote into a recycled frame).
+TEST(cancellation, a_stop_request_whose_callback_ends_the_state_it_runs_on_touches_it_no_more) {
+  for (bool through_when_any : {false, true}) {
+    corio::semaphore never{0};
+    corio::semaphore never_either{0};
+    std::stop_source source;
+    int result = 0;
+    std::thread waiter([&] {
+      result = corio::sync_wait([](std::stop_token token, corio::semaphore& a, corio::semaphore& b,
+                                   bool through_when_any) -> corio::task<int> {
+        try {
+          if (through_when_any) {
+            auto won = co_await corio::with_stop_token(token, corio::when_any(a.acquire(), b.acquire()));
+            co_return static_cast<int>(won.index());
+          }
+          co_await corio::with_stop_token(token, [](corio::semaphore& a) -> corio::task<void> {
+            co_await a.acquire();
+          }(a));
+          co_return 1;
+        } catch (const corio::cancelled&) {
+        }
+        co_return -1;
+      }(source.get_token(), never, never_either, through_when_any));
+    });
+    std::this_thread::sleep_for(50ms);  // the waiter parks (a late park sees the request at once instead)
+    source.request_stop();
+    waiter.join();
+    EXPECT_EQ(result, -1) << "through when_any: " << through_when_any;
+  }
 }
 
 }  // namespace

@@ -31,6 +31,12 @@
 //     for its done flag, so the frame the callback points into stays valid while it runs; running on
 //     this thread (destroyed from inside its own invocation), it tells the requester not to touch it
 //     again; not running, it has finished.
+//   destruction inside a callback: a callback may end the state's owner on the requesting thread (a
+//     waiter parked on a plain thread, sync_wait's chain, is resumed inline by its waker, and the
+//     chain goes on to destroy the with_stop_token or when_any frame holding this state). The
+//     destructor of a state that was requested tells a request running on its own thread, through
+//     the requester's `gone_` flag, that the state is gone; the requester then returns without
+//     touching it. Every callback was removed before that (the owner's duty), so none is left to run.
 // Memory order: the lock is taken with an acquire CAS and released with a release store, so all list
 //   work is ordered. `requested` is set under the lock and published by the release store that
 //   unlocks, before any callback runs; stop_requested() is an acquire load: what a requester wrote
@@ -87,7 +93,11 @@ class stop_state {
   explicit constexpr stop_state(never_stop_t) noexcept : word_(inert) {}
   stop_state(const stop_state&) = delete;
   stop_state& operator=(const stop_state&) = delete;
-  ~stop_state() = default;
+  ~stop_state() {
+    if ((word_.load(std::memory_order_acquire) & requested) != 0) {
+      tell_requester_gone();
+    }
+  }
 
   /// Any thread.
   bool stop_requested() const noexcept { return (word_.load(std::memory_order_acquire) & requested) != 0; }
@@ -125,6 +135,8 @@ class stop_state {
   void unlink(stop_callback_base& callback) noexcept;
   /// Removal of a callback a request popped: see "removal" above.
   void wait_until_done(stop_callback_base& callback) noexcept;
+  /// Destruction of a requested state: see "destruction inside a callback" above.
+  void tell_requester_gone() noexcept;
   /// An address unique to the calling thread while it lives (std::thread::id has no constexpr
   /// default constructor, which never_stops needs for constant initialisation).
   static const void* this_thread_id() noexcept;
@@ -133,6 +145,7 @@ class stop_state {
   stop_callback_base* head_ = nullptr;
   stop_callback_base* running_ = nullptr;  // the callback a request is running, under the lock
   const void* requester_ = nullptr;        // the thread running the callbacks, under the lock
+  bool* gone_ = nullptr;                   // the running request's flag: this state was destroyed, under the lock
 };
 
 /// The state of chains that must not be cancelled (corio::shield).
