@@ -1,4 +1,6 @@
+#include <corio/errors.hpp>
 #include <corio/event_loop.hpp>
+#include <corio/semaphore.hpp>
 #include <corio/sync_wait.hpp>
 #include <corio/task.hpp>
 #include <corio/when_any.hpp>
@@ -91,6 +93,23 @@ TEST(when_any, void_range_yields_the_winner_index) {
   loop.spawn(parent());
   loop.run_until_idle();
   EXPECT_EQ(winner, 1u);
+}
+
+// An operand that fails before completing (here an empty task, which throws corio::invalid_task when
+// awaited) has finished: it wins, its failure is rethrown and the others are cancelled. Before the
+// fix it never counted: alone (or with only such operands) when_any had no winner and read an empty
+// result; beside a pending operand it waited for that one and dropped the failure.
+TEST(when_any, an_operand_that_fails_before_completing_wins_with_its_failure) {
+  corio::semaphore never{0};
+  corio::event_loop loop;
+  EXPECT_THROW(loop.block_on(corio::when_any(corio::task<int>{})), corio::invalid_task);
+  std::vector<corio::task<int>> empties;
+  empties.emplace_back();
+  empties.emplace_back();
+  EXPECT_THROW(loop.block_on(corio::when_any(std::move(empties))), corio::invalid_task);
+  EXPECT_THROW(loop.block_on(corio::when_any(corio::task<int>{}, never.acquire())), corio::invalid_task);
+  never.release();
+  EXPECT_EQ(never.available(), 1u);  // the cancelled wait left the list: nobody took the permit
 }
 
 }  // namespace

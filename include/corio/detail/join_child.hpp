@@ -177,8 +177,8 @@ struct this_join_child {
 template <class A>
 class claiming_awaiter {
  public:
-  claiming_awaiter(A& operand, combinator_state& join, std::size_t index)
-      : awaiter_(get_awaiter(std::move(operand))), join_(join), index_(index) {}
+  claiming_awaiter(A& operand, combinator_state& join, std::size_t index, bool& claimed)
+      : awaiter_(get_awaiter(std::move(operand))), join_(join), index_(index), claimed_(claimed) {}
 
   bool await_ready() { return awaiter_.await_ready(); }
   template <class Promise>
@@ -186,6 +186,7 @@ class claiming_awaiter {
     return awaiter_.await_suspend(self);
   }
   decltype(auto) await_resume() {
+    claimed_ = true;
     join_.operand_done(index_);
     return awaiter_.await_resume();
   }
@@ -194,13 +195,27 @@ class claiming_awaiter {
   awaiter_t<A> awaiter_;
   combinator_state& join_;
   std::size_t index_;
+  bool& claimed_;
 };
 
+/// An operand that fails before it completes (an empty task, a timer armed off any executor, an
+/// allocation in its start) has finished too: it reports so on its way out, or when_any would have no
+/// winner (if every operand failed so) or would drop the failure and wait for another operand.
 template <class A>
 join_child<await_result_t<A>> make_join_child(A awaitable) {
   auto& promise = static_cast<join_child_promise<await_result_t<A>>&>(co_await this_join_child{});
-  claiming_awaiter<A> operand(awaitable, *promise.join_, promise.index_);
-  co_return co_await operand;
+  combinator_state& join = *promise.join_;
+  std::size_t index = promise.index_;
+  bool claimed = false;
+  try {
+    claiming_awaiter<A> operand(awaitable, join, index, claimed);
+    co_return co_await operand;
+  } catch (...) {
+    if (!claimed) {
+      join.operand_done(index);
+    }
+    throw;
+  }
 }
 
 /// Starts every child, then suspends the parent until the last one finishes.
