@@ -27,10 +27,24 @@ struct scope_state {
   std::exception_ptr first_failure;         // guarded by mutex
   bool failure_observed = false;            // guarded by mutex: join() rethrew it
   bool abandoned = false;                   // guarded by mutex: the scope was destroyed unjoined
+  bool cancelling = false;                  // guarded by mutex: children spawned from now on start cancelled
 
+  /// Cancels every child, and (sticky) every child spawned later: a child that spawns a sibling while
+  /// the scope is being cancelled (an accept loop between its accept and its spawn) must not add one
+  /// that nobody cancels, which a cancelled join() would then wait for.
   void cancel_all() {
     std::lock_guard lock(mutex);
+    cancelling = true;
     children.cancel_all();
+  }
+
+  /// Keeps a started child's handle, cancelling it at once if the scope is being cancelled.
+  void adopt(join_handle<void> handle) {
+    std::lock_guard lock(mutex);
+    if (cancelling) {
+      handle.cancel();
+    }
+    children.add(std::move(handle));
   }
 
   /// A child failed. The first failure cancels the siblings; if the scope is already gone, nobody
@@ -92,7 +106,9 @@ task<void> scope_child(std::shared_ptr<scope_state> state, task<T> body) {
 
 /// A nursery for child tasks: `spawn` starts children on the current executor, `co_await join()`
 /// waits for all of them. The first child to fail (with anything but corio::cancelled) cancels its
-/// siblings, and join() rethrows that failure once every child has stopped. If the task awaiting
+/// siblings, and join() rethrows that failure once every child has stopped. Cancellation sticks: once
+/// a failure, cancel(), a cancelled join() or the scope's destruction has cancelled the children, a
+/// child spawned later starts cancelled. If the task awaiting
 /// join() is cancelled, the children are cancelled and join() still waits for them to stop before it
 /// throws corio::cancelled, so no child outlives the join. Destroying a scope that was not joined
 /// cancels every child still running (like tokio's JoinSet on drop); they finish on their executor,
@@ -143,8 +159,7 @@ class task_scope {
     }
     // Started: from here the child counts itself done. Should its handle not fit (out of memory), it
     // still runs and join() still waits for it; only cancel() cannot reach it.
-    std::lock_guard lock(state_->mutex);
-    state_->children.add(std::move(handle));
+    state_->adopt(std::move(handle));
   }
 
   /// Spawns the task `make()` returns, keeping the callable alive inside the child.

@@ -269,4 +269,36 @@ TEST(task_scope, spawn_keeps_a_capturing_lambda_alive_until_its_task_ends) {
   EXPECT_EQ(total, 10);
 }
 
+// Cancellation sticks: a child spawned after a failure or cancel() starts cancelled. Before the fix it
+// ran its whole sleep (join() waited 1 h here), so a cancelled join() could wait on a child spawned by
+// a sibling after the cancellation reached the children already there.
+TEST(task_scope, a_child_spawned_after_the_scope_was_cancelled_or_failed_starts_cancelled) {
+  corio::runtime rt(two_workers());
+  std::atomic<int> saw_cancelled{0};
+  auto sleeper = [&]() -> corio::task<void> {
+    try {
+      co_await corio::sleep_for(1h);
+    } catch (const corio::cancelled&) {
+      saw_cancelled.fetch_add(1);
+      throw;
+    }
+  };
+  rt.block_on([&]() -> corio::task<void> {
+    corio::task_scope cancelled_scope;
+    cancelled_scope.cancel();
+    cancelled_scope.spawn(sleeper());
+    co_await cancelled_scope.join();
+
+    corio::task_scope failed_scope;
+    failed_scope.spawn([]() -> corio::task<void> {
+      co_await corio::yield();
+      throw std::runtime_error("first");
+    }());
+    co_await corio::sleep_for(5ms);  // the failure is recorded
+    failed_scope.spawn(sleeper());
+    EXPECT_THROW(co_await failed_scope.join(), std::runtime_error);
+  }());
+  EXPECT_EQ(saw_cancelled.load(), 2);
+}
+
 }  // namespace
