@@ -52,7 +52,7 @@ task<std::conditional_t<std::is_void_v<T>, void, std::vector<detail::non_void_t<
       child.result().take();
     }
   } else {
-    std::vector<T> results;
+    std::vector<detail::non_void_t<T>> results;
     results.reserve(children.size());
     for (auto& child : children) {
       results.push_back(child.result().take());

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <memory>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -107,6 +108,23 @@ TEST(time, with_timeout_passes_through_a_fast_result) {
   });
   EXPECT_EQ(value, 5);
   EXPECT_LT(corio::clock::now() - start, 5s);  // the 10 s timer was cancelled, not waited for
+}
+
+// An operation that ends after its deadline without having suspended meanwhile (nothing could stop
+// it) stands as it ended: a value is returned, and so is a failure of its own, which was replaced
+// by corio::timed_out before the fix.
+TEST(time, with_timeout_passes_through_a_late_failure_of_the_operation_s_own) {
+  run_on_loop([&]() -> corio::task<void> {
+    auto late = [](bool fail) -> corio::task<int> {
+      std::this_thread::sleep_for(30ms);  // past the deadline, and never suspended
+      if (fail) {
+        throw std::runtime_error("its own");
+      }
+      co_return 5;
+    };
+    EXPECT_EQ(co_await corio::with_timeout(5ms, late(false)), 5);
+    EXPECT_THROW((void)co_await corio::with_timeout(5ms, late(true)), std::runtime_error);
+  });
 }
 
 TEST(time, cancelling_a_sleeper_removes_its_timer_and_wakes_it_at_once) {

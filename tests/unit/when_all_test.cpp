@@ -41,6 +41,13 @@ TEST(when_all, references_come_back_as_reference_wrappers_to_the_same_objects) {
   auto winner = corio::sync_wait(corio::when_any(ref(a), value_after_yields(3, 5)));
   ASSERT_EQ(winner.index(), 0u);
   EXPECT_EQ(&std::get<0>(winner).get(), &a);
+  std::vector<corio::task<int&>> refs;
+  refs.push_back(ref(a));
+  refs.push_back(ref(b));
+  auto both = corio::sync_wait(corio::when_all(std::move(refs)));  // the range form did not compile
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(&both[0].get(), &a);
+  EXPECT_EQ(&both[1].get(), &b);
 }
 
 TEST(when_all, runs_operands_concurrently_on_a_loop) {

@@ -123,9 +123,9 @@ class timeout_awaiter : private timer {
     }
     try {
       return inner_->awaiter.await_resume();
-    } catch (...) {
+    } catch (const cancelled&) {
       throw timed_out();  // the deadline came first and the operation stopped without a value
-    }
+    }  // a failure of the operation's own passes through, as a value that came late does
   }
 
  private:
