@@ -14,8 +14,12 @@
 //   continues at tail - capacity, so received + the sum of missed counts equals what was sent after
 //   it subscribed; a receiver waits only while next == tail and a sender lives. A wait consumes
 //   nothing (each receiver copies the message out), so a cancelled wait has nothing to give back.
-// Threads: every member is thread-safe; one handle object per task at a time. T is copied to each
-//   receiver under the lock: keep it cheap to copy (or share it with std::shared_ptr<const U>).
+// Threads: every member is thread-safe; one handle object per task at a time, and one recv at a time
+//   per receiver object (detail/lone_waiter.hpp: a second one in flight throws std::logic_error).
+//   T is copied to each receiver under the lock: keep it cheap to copy (or share it with
+//   std::shared_ptr<const U>), and it must not hold a handle of the broadcast it travels on (that
+//   handle's copy would take the lock the copy runs under). T must be nothrow move constructible:
+//   a send moves the oldest message out and the new one in under the lock, with no way back.
 // Rejected: one channel per subscriber (a send costs O(receivers) locks and one slow receiver blocks
 //   everyone or grows without bound).
 #include <atomic>
@@ -25,10 +29,12 @@
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
 #include <corio/channel.hpp>
+#include <corio/detail/lone_waiter.hpp>
 #include <corio/detail/wait_list.hpp>
 
 namespace corio {
@@ -57,6 +63,9 @@ namespace detail {
 
 template <class T>
 struct broadcast_state {
+  static_assert(std::is_copy_constructible_v<T>, "corio::broadcast<T>: T must be copy constructible");
+  static_assert(std::is_nothrow_move_constructible_v<T>,
+                "corio::broadcast<T>: T must be nothrow move constructible (messages move under a lock)");
   explicit broadcast_state(std::size_t capacity) : slots(std::make_unique<std::optional<T>[]>(capacity)), capacity(capacity) {}
   wait_list waiters;  // its lock guards the members below
   std::unique_ptr<std::optional<T>[]> slots;
@@ -89,22 +98,22 @@ struct broadcast_state {
 // The awaiter of broadcast_receiver::recv(), made by co_await from a wait_operation whose context
 // is the receiver.
 template <class T>
-class broadcast_recv_awaiter : public waiter {
+class broadcast_recv_awaiter : public lone_waiter<broadcast_receiver<T>> {
  public:
-  using waiter::waiter;
+  using lone_waiter<broadcast_receiver<T>>::lone_waiter;
   broadcast_result<T> await_resume() {
-    waiter::await_resume();
-    auto& receiver = *static_cast<broadcast_receiver<T>*>(context());
+    this->end_wait();
+    broadcast_receiver<T>& receiver = this->receiver();
     broadcast_state<T>& state = *receiver.state_;
     std::lock_guard guard(state.waiters.mutex());
-    return *state.take(receiver.next_);  // ready() held under the lock, and nothing takes it back
+    return *state.take(receiver.next_);  // ready() held under the lock, and no other wait of this receiver runs
   }
 
   static bool ready(void* context) noexcept {  // under the lock
     auto& receiver = *static_cast<broadcast_receiver<T>*>(context);
     return receiver.next_ != receiver.state_->tail || receiver.state_->closed;
   }
-  static constexpr operations ops{&ready, nullptr};
+  static constexpr waiter::operations ops{&ready, nullptr};
 };
 
 }  // namespace detail
@@ -213,7 +222,8 @@ class broadcast_receiver {
 
   /// `co_await rx.recv()` yields the next message (a copy), lagged{n} if n messages were overwritten
   /// before this receiver read them (it then continues with the oldest one kept), or broadcast_closed
-  /// once every sender is gone and everything was read. Resumes on the executor it suspended on;
+  /// once every sender is gone and everything was read. One recv at a time per receiver object: a
+  /// second one in flight (when_all(rx.recv(), rx.recv())) throws std::logic_error. Resumes on the executor it suspended on;
   /// cancellation throws corio::cancelled and skips nothing. The operation is a copyable
   /// description that does nothing until awaited, so it may be passed to with_timeout or when_any
   /// (a recv that loses takes nothing: the message stays for the next recv); the receiver must
@@ -233,6 +243,8 @@ class broadcast_receiver {
  private:
   friend class broadcast_sender<T>;
   friend class detail::broadcast_recv_awaiter<T>;
+  friend class detail::lone_waiter<broadcast_receiver>;
+  static constexpr const char* wait_name = "corio::broadcast_receiver::recv";
   template <class U>
   friend std::pair<broadcast_sender<U>, broadcast_receiver<U>> broadcast(std::size_t);
   broadcast_receiver(std::shared_ptr<detail::broadcast_state<T>> state, std::uint64_t next) noexcept
@@ -240,6 +252,7 @@ class broadcast_receiver {
 
   std::shared_ptr<detail::broadcast_state<T>> state_;
   std::uint64_t next_ = 0;
+  detail::lone_wait lone_;
 };
 
 /// A connected broadcast keeping the last `capacity` messages (> 0; std::invalid_argument otherwise).

@@ -10,17 +10,22 @@
 //   version equals the current one and the sender lives. send() and the sender's destruction wake
 //   every waiter; a wait consumes nothing, so a cancelled wait has nothing to give back.
 // Threads: every member is thread-safe; one handle object should be used by one task at a time
-//   (copy receivers instead). T is copied out under the lock (borrow), so keep T cheap to copy or
-//   share it (std::shared_ptr<const U>).
+//   (copy receivers instead), and one changed() at a time per receiver object (detail/lone_waiter.hpp:
+//   a second one in flight throws std::logic_error). T is copied out under the lock (borrow), so keep
+//   T cheap to copy or share it (std::shared_ptr<const U>). send() swaps the new value in under the
+//   lock, so T's move construction and move assignment must not throw: a throw halfway would leave a
+//   value published that no waiter hears of, or none at all.
 // Rejected: the channel waiter (chan_waiter): there is no value to hand over, only a condition to
 //   re-check, which is exactly what the sync primitives' waiter does.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 
 #include <corio/channel.hpp>
+#include <corio/detail/lone_waiter.hpp>
 #include <corio/detail/wait_list.hpp>
 
 namespace corio {
@@ -34,6 +39,9 @@ namespace detail {
 
 template <class T>
 struct watch_state {
+  static_assert(std::is_copy_constructible_v<T>, "corio::watch<T>: T must be copy constructible");
+  static_assert(std::is_nothrow_move_constructible_v<T> && std::is_nothrow_move_assignable_v<T>,
+                "corio::watch<T>: T's move construction and assignment must be noexcept (send swaps under a lock)");
   explicit watch_state(T initial) : value(std::move(initial)) {}
   wait_list waiters;  // its lock guards the members below
   T value;
@@ -106,19 +114,19 @@ namespace detail {
 // The awaiter of watch_receiver::changed(), made by co_await from a wait_operation whose context is
 // the receiver.
 template <class T>
-class changed_awaiter : public waiter {
+class changed_awaiter : public lone_waiter<watch_receiver<T>> {
  public:
-  using waiter::waiter;
+  using lone_waiter<watch_receiver<T>>::lone_waiter;
   bool await_resume() {
-    waiter::await_resume();
-    return static_cast<watch_receiver<T>*>(context())->mark_seen();
+    this->end_wait();
+    return this->receiver().mark_seen();
   }
 
   static bool ready(void* context) noexcept {  // under the lock
     auto& receiver = *static_cast<watch_receiver<T>*>(context);
     return receiver.seen_ != receiver.state_->version || receiver.state_->closed;
   }
-  static constexpr operations ops{&ready, nullptr};
+  static constexpr waiter::operations ops{&ready, nullptr};
 };
 
 }  // namespace detail
@@ -157,7 +165,8 @@ class watch_receiver {
 
   /// `co_await rx.changed()` completes when a value newer than the last one seen is there (at once if
   /// it already is), marks it seen and yields true; yields false once the sender is gone with nothing
-  /// newer. Resumes on the executor it suspended on; cancellation throws corio::cancelled and marks
+  /// newer. One changed() at a time per receiver object: a second one in flight throws
+  /// std::logic_error. Resumes on the executor it suspended on; cancellation throws corio::cancelled and marks
   /// nothing seen. The operation is a copyable description that does nothing until awaited, so it
   /// may be passed to with_timeout or when_any (a user trial found neither compiled); the receiver
   /// must outlive it.
@@ -169,6 +178,8 @@ class watch_receiver {
  private:
   friend class watch_sender<T>;
   friend class detail::changed_awaiter<T>;
+  friend class detail::lone_waiter<watch_receiver>;
+  static constexpr const char* wait_name = "corio::watch_receiver::changed";
   template <class U>
   friend std::pair<watch_sender<U>, watch_receiver<U>> watch(U initial);
   watch_receiver(std::shared_ptr<detail::watch_state<T>> state, std::uint64_t seen) noexcept
@@ -185,6 +196,7 @@ class watch_receiver {
 
   std::shared_ptr<detail::watch_state<T>> state_;
   std::uint64_t seen_ = 0;
+  detail::lone_wait lone_;
 };
 
 template <class T>

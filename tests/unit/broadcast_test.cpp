@@ -4,6 +4,7 @@
 #include <corio/event_loop.hpp>
 #include <corio/task.hpp>
 #include <corio/time.hpp>
+#include <corio/when_all.hpp>
 #include <corio/when_any.hpp>
 
 #include <gtest/gtest.h>
@@ -132,6 +133,34 @@ TEST(broadcast, recv_under_with_timeout_times_out_then_reads_what_comes_later) {
     co_return std::get<int>(r);
   });
   EXPECT_EQ(value, 42);
+}
+
+// A receiver keeps one position, so two receives in flight on it would both wake for one message and
+// the second would find it gone (it read an empty slot before the fix). The second one to start is
+// refused; a copy of the receiver is how to wait twice.
+TEST(broadcast, a_second_recv_in_flight_on_one_receiver_is_refused_and_a_copy_may_wait_beside_it) {
+  auto [tx, rx] = corio::broadcast<int>(8);
+  corio::event_loop loop;
+  std::string refused;
+  std::vector<int> got;
+  loop.spawn([](corio::broadcast_receiver<int>& rx, std::string& refused, std::vector<int>& got) -> corio::task<void> {
+    try {
+      (void)co_await corio::when_all(rx.recv(), rx.recv());
+    } catch (const std::logic_error& e) {
+      refused = e.what();
+    }
+    auto copy = rx;
+    auto [mine, theirs] = co_await corio::when_all(rx.recv(), copy.recv());
+    got.push_back(std::get<int>(mine));
+    got.push_back(std::get<int>(theirs));
+  }(rx, refused, got));
+  loop.run_until_idle();
+  EXPECT_TRUE(tx.send(1));  // the first recv of the refused pair takes it; when_all then drops it
+  loop.run_until_idle();
+  EXPECT_NE(refused.find("corio::broadcast_receiver::recv"), std::string::npos) << refused;
+  EXPECT_TRUE(tx.send(2));
+  loop.run_until_idle();
+  EXPECT_EQ(got, (std::vector<int>{2, 2}));
 }
 
 TEST(broadcast, misuse_is_reported) {

@@ -3,11 +3,13 @@
 #include <corio/task.hpp>
 #include <corio/time.hpp>
 #include <corio/watch.hpp>
+#include <corio/when_all.hpp>
 #include <corio/when_any.hpp>
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <stdexcept>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -39,6 +41,35 @@ TEST(watch, changed_goes_into_with_timeout_and_when_any_and_a_cancelled_one_mark
   });
   EXPECT_EQ(seen, 7);
   EXPECT_FALSE(rx.has_changed());
+}
+
+// A receiver keeps one seen version, so two changed() in flight on it would both wake for one send and
+// the second would report the sender gone (it did before the fix). The second one to start is refused;
+// a copy of the receiver is how to wait twice.
+TEST(watch, a_second_changed_in_flight_on_one_receiver_is_refused_and_a_copy_may_wait_beside_it) {
+  auto [tx, rx] = corio::watch<int>(0);
+  corio::event_loop loop;
+  std::string refused;
+  std::vector<bool> got;
+  loop.spawn([](corio::watch_receiver<int>& rx, std::string& refused, std::vector<bool>& got) -> corio::task<void> {
+    try {
+      (void)co_await corio::when_all(rx.changed(), rx.changed());
+    } catch (const std::logic_error& e) {
+      refused = e.what();
+    }
+    auto copy = rx;
+    auto [mine, theirs] = co_await corio::when_all(rx.changed(), copy.changed());
+    got.push_back(mine);
+    got.push_back(theirs);
+  }(rx, refused, got));
+  loop.run_until_idle();
+  tx.send(1);
+  loop.run_until_idle();
+  EXPECT_NE(refused.find("corio::watch_receiver::changed"), std::string::npos) << refused;
+  tx.send(2);  // the sender lives: both waits must say a value changed
+  loop.run_until_idle();
+  EXPECT_EQ(got, (std::vector<bool>{true, true}));
+  EXPECT_EQ(rx.borrow(), 2);
 }
 
 TEST(watch, receivers_start_with_the_initial_value_seen) {
