@@ -105,8 +105,8 @@ class runtime {
     return spawn(detail::invoke_keeping(std::decay_t<F>(std::forward<F>(make))));
   }
 
-  /// Shuts the runtime down now (the steps above); idempotent. Throws std::logic_error if called from
-  /// one of its own workers.
+  /// Shuts the runtime down now (the steps above); idempotent: a call made while another thread's runs
+  /// waits for it to finish. Throws std::logic_error if called from one of its own workers.
   void shutdown();
 
   /// The number of worker threads.

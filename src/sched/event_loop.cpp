@@ -189,9 +189,12 @@ void schedule_on_awaiter::await_resume() const {
 
 }  // namespace detail
 
+// Once closed, the loop may return from run() and be destroyed by its owner at once: the wake goes
+// through a reference of this call's own, as post's does (post_queue.hpp).
 void event_loop::stop() noexcept {
+  std::shared_ptr<detail::parker> parker = parker_;
   posts_.close();
-  parker_->unpark_if_parked();
+  parker->unpark_if_parked();
 }
 
 void event_loop::schedule(std::coroutine_handle<> handle) noexcept {

@@ -38,11 +38,12 @@ scheduler::scheduler(scheduler_options options)
 scheduler::~scheduler() { shutdown(); }
 
 void scheduler::shutdown() {
-  if (shut_down_) {
-    return;
-  }
   if (local_worker() != nullptr) {
     throw std::logic_error("corio::runtime: shutdown from one of its own workers would join itself");
+  }
+  std::lock_guard guard(shutdown_mutex_);
+  if (shut_down_) {
+    return;
   }
   shut_down_ = true;
   for (root_registry& registry : registries_) {                                           // 1

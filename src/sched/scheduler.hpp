@@ -29,13 +29,15 @@
 // A task that swallows corio::cancelled and loops on co_await cannot hold step 3 past the grace period:
 //   every awaitable that completes without suspending spends the cooperative budget, so the task
 //   returns to its worker at least every 128 such awaits, and the worker checks the deadline there.
-// Threads: everything here is thread-safe except shutdown(), which must not run on a worker.
+// Threads: everything here is thread-safe; shutdown() must not run on a worker, and a second call
+//   made while the first runs waits for it (shutdown_mutex_) and then returns.
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -107,7 +109,8 @@ class scheduler final : public executor {
   std::shared_ptr<const failure_sink> sink_;
   std::atomic<bool> draining_{false};
   std::atomic<std::int64_t> drain_deadline_ns_{0};
-  bool shut_down_ = false;
+  std::mutex shutdown_mutex_;  // held through a shutdown: a concurrent one waits, then finds shut_down_
+  bool shut_down_ = false;     // shutdown_mutex_
 };
 
 }  // namespace corio::detail

@@ -173,4 +173,17 @@ TEST(teardown_stress, hops_racing_the_target_loops_stop_either_move_or_throw_and
   EXPECT_GT(moved.load() + refused.load(), 0);
 }
 
+// event_loop::stop() from another thread while the loop's thread returns from run() and destroys the
+// loop at once, which the contract allows: stop() must not touch the loop after closing it. It read
+// the loop's parker (and the parker, freed with it) after the close before the fix (TSan, ASan).
+TEST(teardown_stress, a_loop_stopped_from_another_thread_may_be_destroyed_as_soon_as_run_returns) {
+  for (int round = 0; round < scaled(2000); ++round) {
+    auto loop = std::make_unique<corio::event_loop>();
+    std::thread stopper([raw = loop.get()] { raw->stop(); });
+    loop->run();
+    loop.reset();
+    stopper.join();
+  }
+}
+
 }  // namespace

@@ -322,4 +322,28 @@ TEST(shutdown, sync_wait_on_a_runtime_worker_throws_logic_error) {
   EXPECT_TRUE(threw);
 }
 
+// Two threads shut one runtime down at once: the second call waits for the first to finish, so when it
+// returns no task runs any more. It returned at once before (a plain flag, and a data race on it),
+// while a task that swallows its cancellation still ran its 300 ms.
+TEST(shutdown, a_second_shutdown_made_while_the_first_runs_returns_only_when_it_is_done) {
+  corio::runtime rt(corio::runtime::options{.workers = 2});
+  std::atomic<bool> finished{false};
+  rt.spawn([](std::atomic<bool>& finished) -> corio::task<void> {
+      auto start = std::chrono::steady_clock::now();
+      while (std::chrono::steady_clock::now() - start < 300ms) {
+        try {
+          co_await corio::sleep_for(1ms);
+        } catch (const corio::cancelled&) {  // swallowed: it runs on through the grace period
+        }
+      }
+      finished = true;
+    }(finished)).detach();
+  std::this_thread::sleep_for(20ms);
+  std::thread first([&rt] { rt.shutdown(); });
+  std::this_thread::sleep_for(20ms);  // the first is draining
+  rt.shutdown();
+  EXPECT_TRUE(finished.load());
+  first.join();
+}
+
 }  // namespace
