@@ -5,18 +5,28 @@
 #include <net/if.h>
 
 #include <charconv>
+#include <cstdint>
 #include <cstring>
 
 namespace corio::net {
 namespace {
 
-std::optional<std::uint16_t> parse_port(std::string_view text) {
-  unsigned value = 0;
+// The whole of `text` as a decimal number no greater than `max`.
+std::optional<std::uint32_t> parse_number(std::string_view text, std::uint32_t max) {
+  std::uint32_t value = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value > 65535) {
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value > max) {
     return std::nullopt;
   }
-  return static_cast<std::uint16_t>(value);
+  return value;
+}
+
+std::optional<std::uint16_t> parse_port(std::string_view text) {
+  auto value = parse_number(text, 65535);
+  if (!value) {
+    return std::nullopt;
+  }
+  return static_cast<std::uint16_t>(*value);
 }
 
 // "[::1]" -> "::1", as in URLs; an address without brackets as it is. Nothing for unbalanced brackets
@@ -72,7 +82,7 @@ std::optional<endpoint> endpoint::parse(std::string_view address, std::uint16_t 
     if (!scope.empty()) {
       unsigned index = ::if_nametoindex(scope.c_str());
       if (index == 0) {
-        auto number = parse_port(scope);  // a numeric scope id
+        auto number = parse_number(scope, UINT32_MAX);  // a numeric scope id (sin6_scope_id is 32 bits)
         if (!number) {
           return std::nullopt;
         }

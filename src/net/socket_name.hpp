@@ -11,14 +11,16 @@
 
 namespace corio::net::detail {
 
-/// getsockname (or getpeername) as an endpoint; throws std::system_error naming `what`.
-inline endpoint socket_name(int fd, bool peer, const char* what) {
+/// getsockname (or getpeername) as an endpoint; an empty one with `error` set if the call failed.
+inline endpoint socket_name(int fd, bool peer, std::error_code& error) noexcept {
   sockaddr_storage address{};
   socklen_t length = sizeof(address);
   auto* raw = reinterpret_cast<sockaddr*>(&address);
   if ((peer ? ::getpeername(fd, raw, &length) : ::getsockname(fd, raw, &length)) < 0) {
-    throw std::system_error(std::error_code(errno, std::system_category()), what);
+    error.assign(errno, std::system_category());
+    return endpoint();
   }
+  error.clear();
   return endpoint::from_sockaddr(raw, length).value_or(endpoint());
 }
 
@@ -31,6 +33,11 @@ auto or_throw(const std::string& what, Call call) {
     throw std::system_error(error, what);
   }
   return result;
+}
+
+/// socket_name's throwing form: std::system_error naming `what`.
+inline endpoint socket_name(int fd, bool peer, const char* what) {
+  return or_throw(what, [&](std::error_code& error) { return socket_name(fd, peer, error); });
 }
 
 /// Opens a socket of `local`'s family, runs `configure(fd)` (false: failed, errno set), binds it.

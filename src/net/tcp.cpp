@@ -15,6 +15,7 @@
 
 #include <corio/errors.hpp>
 #include <corio/net/resolve.hpp>
+#include <corio/when_any.hpp>
 
 #include "net/socket_name.hpp"
 
@@ -112,8 +113,11 @@ task<tcp_stream> tcp_stream::connect(std::vector<endpoint> peers, std::error_cod
   return connect_each(std::move(peers), &error);
 }
 
+// The error_code form reports a lookup cancelled or timed out as connect_each reports a connect that
+// was: operation_canceled, or timed_out when a deadline's stop did it.
 task<tcp_stream> tcp_stream::connect_to_host(std::string host, std::uint16_t port, std::error_code* error) {
   std::vector<endpoint> peers;
+  bool lookup_cancelled = false;
   try {
     peers = co_await resolve(std::move(host), port);
   } catch (const std::system_error& failure) {
@@ -121,6 +125,17 @@ task<tcp_stream> tcp_stream::connect_to_host(std::string host, std::uint16_t por
       throw;
     }
     *error = failure.code();
+    co_return tcp_stream();
+  } catch (const cancelled&) {
+    if (error == nullptr) {
+      throw;
+    }
+    lookup_cancelled = true;
+  }
+  if (lookup_cancelled) {
+    corio::detail::stop_state* stop = co_await corio::detail::current_stop_token{};
+    bool deadline = stop != nullptr && stop->stopped_by_deadline();
+    *error = std::make_error_code(deadline ? std::errc::timed_out : std::errc::operation_canceled);
     co_return tcp_stream();
   }
   co_return co_await connect_each(std::move(peers), error);
@@ -198,12 +213,29 @@ void tcp_stream::set_nodelay(bool enabled) {
   }
 }
 
+void tcp_stream::set_nodelay(bool enabled, std::error_code& error) noexcept {
+  int value = enabled ? 1 : 0;
+  if (::setsockopt(socket_.get(), IPPROTO_TCP, TCP_NODELAY, &value, sizeof(value)) < 0) {
+    error.assign(errno, std::system_category());
+  } else {
+    error.clear();
+  }
+}
+
 endpoint tcp_stream::local_endpoint() const {
   return socket_name(socket_.get(), false, "corio::net::tcp_stream::local_endpoint");
 }
 
+endpoint tcp_stream::local_endpoint(std::error_code& error) const noexcept {
+  return socket_name(socket_.get(), false, error);
+}
+
 endpoint tcp_stream::peer_endpoint() const {
   return socket_name(socket_.get(), true, "corio::net::tcp_stream::peer_endpoint");
+}
+
+endpoint tcp_stream::peer_endpoint(std::error_code& error) const noexcept {
+  return socket_name(socket_.get(), true, error);
 }
 
 // --- tcp_listener ---------------------------------------------------------------------------------
@@ -237,6 +269,10 @@ tcp_listener tcp_listener::bind(const endpoint& local, listen_options options, s
 
 endpoint tcp_listener::local_endpoint() const {
   return socket_name(socket_.get(), false, "corio::net::tcp_listener::local_endpoint");
+}
+
+endpoint tcp_listener::local_endpoint(std::error_code& error) const noexcept {
+  return socket_name(socket_.get(), false, error);
 }
 
 }  // namespace corio::net

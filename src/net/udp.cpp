@@ -53,4 +53,8 @@ endpoint udp_socket::local_endpoint() const {
   return detail::socket_name(socket_.get(), false, "corio::net::udp_socket::local_endpoint");
 }
 
+endpoint udp_socket::local_endpoint(std::error_code& error) const noexcept {
+  return detail::socket_name(socket_.get(), false, error);
+}
+
 }  // namespace corio::net

@@ -51,6 +51,21 @@ TEST(endpoint, an_empty_scope_id_is_malformed) {
   EXPECT_FALSE(endpoint::parse("[fe80::1%]", 80));
 }
 
+// A scope id is 32 bits (sin6_scope_id): one above 65535 parses and round-trips through to_string (it
+// was capped at 65535, like a port, so such an endpoint's own text did not parse back); one past 32
+// bits does not parse.
+TEST(endpoint, a_numeric_scope_id_spans_32_bits_and_round_trips) {
+  for (const char* text : {"[fe80::1%65536]:80", "[fe80::1%4294967295]:80"}) {
+    auto scoped = endpoint::parse(text);
+    ASSERT_TRUE(scoped) << text;
+    EXPECT_EQ(scoped->to_string(), text);
+    auto again = endpoint::parse(scoped->to_string());
+    ASSERT_TRUE(again) << scoped->to_string();
+    EXPECT_EQ(*again, *scoped);
+  }
+  EXPECT_FALSE(endpoint::parse("[fe80::1%4294967296]:80"));
+}
+
 // The address and scope go to C functions that would stop at a NUL and accept what comes before it.
 TEST(endpoint, text_holding_a_nul_character_is_malformed) {
   EXPECT_FALSE(endpoint::parse("127.0.0.1\0junk:80"sv));

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -75,6 +76,33 @@ TEST(slow_resolver, a_connect_by_name_cancelled_during_its_lookup_leaves_the_loo
     }());
   }
   EXPECT_EQ(take_names(), std::vector<std::string>{"localhost"});
+}
+
+// The error_code form of connect by name reports a lookup that timed out or was cancelled as it
+// reports a connect that was (timed_out, operation_canceled) instead of throwing: it threw
+// corio::timed_out or corio::cancelled past the error_code before the fix.
+TEST(slow_resolver, a_connect_by_name_stores_a_lookup_s_timeout_or_cancellation_in_its_error_code) {
+  take_names();
+  {
+    corio::runtime rt(corio::runtime::options{.workers = 2});
+    rt.block_on([]() -> corio::task<void> {
+      std::error_code timed;
+      auto stream = co_await corio::with_timeout(20ms, corio::net::tcp_stream::connect("localhost", 9, timed));
+      EXPECT_EQ(timed, std::errc::timed_out) << timed.message();
+      EXPECT_FALSE(stream.is_open());
+      std::error_code stopped;
+      auto connecting = corio::spawn([&stopped]() -> corio::task<bool> {
+        auto s = co_await corio::net::tcp_stream::connect("localhost", 9, stopped);
+        co_return s.is_open();
+      });
+      co_await corio::sleep_for(20ms);
+      connecting.cancel();
+      EXPECT_FALSE(co_await std::move(connecting));
+      EXPECT_EQ(stopped, std::errc::operation_canceled) << stopped.message();
+      co_await corio::sleep_for(300ms);
+    }());
+  }
+  EXPECT_EQ(take_names(), (std::vector<std::string>{"localhost", "localhost"}));
 }
 
 }  // namespace

@@ -159,6 +159,53 @@ TYPED_TEST(stream, a_reset_fails_the_pending_read_with_connection_reset) {
   });
 }
 
+// After a reset the peer has no address any more (getpeername: ENOTCONN). A server that logs it must
+// be able to ask without an exception: the address calls have error_code forms.
+TYPED_TEST(stream, the_address_calls_have_error_code_forms_that_report_a_reset_peer) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto [client, server] = co_await connected_pair();
+    std::error_code error;
+    EXPECT_EQ(server.peer_endpoint(error), client.local_endpoint());
+    EXPECT_FALSE(error) << error.message();
+    EXPECT_EQ(server.local_endpoint(error), client.peer_endpoint());
+    EXPECT_FALSE(error) << error.message();
+    server.set_nodelay(true, error);
+    EXPECT_FALSE(error) << error.message();
+    linger abort_on_close{1, 0};
+    EXPECT_EQ(::setsockopt(client.native_handle(), SOL_SOCKET, SO_LINGER, &abort_on_close, sizeof(abort_on_close)), 0);
+    client.close();
+    std::byte buffer[16];
+    co_await server.read_some(buffer, error);  // the reset has arrived
+    EXPECT_EQ(error, std::errc::connection_reset) << error.message();
+    EXPECT_EQ(server.peer_endpoint(error), endpoint());
+    EXPECT_EQ(error, std::errc::not_connected) << error.message();
+    server.close();
+    server.set_nodelay(true, error);
+    EXPECT_EQ(error, std::errc::bad_file_descriptor) << error.message();
+  });
+}
+
+// A char array is text as a literal is: written up to its first NUL and never past its end (as a
+// pointer, strlen measured it and read past an array without a NUL).
+TYPED_TEST(stream, write_all_of_a_char_array_stops_at_its_first_nul_or_its_end) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto [client, server] = co_await connected_pair();
+    struct {
+      char text[4] = {'a', 'b', 'c', 'd'};  // no NUL: strlen would read on into `after`
+      char after[4] = {'x', 'y', 'z', '\0'};
+    } unterminated;
+    char with_nul[6] = {'e', 'f', '\0', 'g', 'h', 'i'};
+    EXPECT_EQ(co_await client.write_all(unterminated.text), 4u);
+    EXPECT_EQ(co_await client.write_all(with_nul), 2u);
+    EXPECT_EQ(co_await client.write_all("jk"), 2u);
+    client.close();
+    std::string got(16, '\0');
+    std::error_code error;
+    std::size_t n = co_await server.read_exact(std::as_writable_bytes(std::span(got)), error);
+    EXPECT_EQ(got.substr(0, n), "abcdefjk");
+  });
+}
+
 TYPED_TEST(stream, connect_to_a_closed_port_fails_with_connection_refused) {
   run_on_loop(TestFixture::backend, []() -> corio::task<void> {
     endpoint nowhere = [] {

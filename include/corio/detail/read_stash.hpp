@@ -19,12 +19,27 @@
 #include <algorithm>
 #include <cstddef>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace corio::detail {
 
 class read_stash {
  public:
+  read_stash() noexcept = default;
+  /// A moved-from stash is empty (its vector is, so its count of bytes handed out must be too).
+  read_stash(read_stash&& other) noexcept
+      : bytes_(std::move(other.bytes_)), taken_(std::exchange(other.taken_, 0)) {}
+  read_stash& operator=(read_stash&& other) noexcept {
+    bytes_ = std::move(other.bytes_);
+    other.bytes_.clear();
+    taken_ = std::exchange(other.taken_, 0);
+    return *this;
+  }
+  read_stash(const read_stash&) = delete;
+  read_stash& operator=(const read_stash&) = delete;
+  ~read_stash() = default;
+
   bool empty() const noexcept { return taken_ == bytes_.size(); }
 
   /// Copies kept bytes into `out`, oldest first; returns how many.

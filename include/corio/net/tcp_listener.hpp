@@ -87,6 +87,7 @@ class tcp_listener {
   }
 
   endpoint local_endpoint() const;
+  endpoint local_endpoint(std::error_code& error) const noexcept;
   bool is_open() const noexcept { return socket_.is_open(); }
   int native_handle() const noexcept { return socket_.get(); }
   void close() noexcept {

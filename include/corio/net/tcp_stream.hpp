@@ -151,6 +151,18 @@ class tcp_stream {
   corio::detail::send_all_awaiter write_all(std::string_view text, std::error_code& error) noexcept {
     return write_all(std::as_bytes(std::span(text)), error);
   }
+  /// A char array is text, as a literal is: written up to its first NUL, and never past its end (as
+  /// a pointer it would be measured by strlen). Bytes with NULs among them: std::as_bytes(std::span(a)).
+  template <std::size_t N>
+  corio::detail::send_all_awaiter write_all(const char (&text)[N]) noexcept {
+    std::string_view whole(text, N);
+    return write_all(whole.substr(0, whole.find('\0')));
+  }
+  template <std::size_t N>
+  corio::detail::send_all_awaiter write_all(const char (&text)[N], std::error_code& error) noexcept {
+    std::string_view whole(text, N);
+    return write_all(whole.substr(0, whole.find('\0')), error);
+  }
 
   /// Shuts down one or both directions (SHUT_WR: a half-close, the peer reads end of stream).
   /// Synchronous. Throws std::system_error, or stores the error.
@@ -159,9 +171,14 @@ class tcp_stream {
 
   /// TCP_NODELAY: send small writes at once instead of coalescing them (Nagle).
   void set_nodelay(bool enabled);
+  void set_nodelay(bool enabled, std::error_code& error) noexcept;
 
+  /// The socket's own address, and its peer's. A peer that reset the connection (even before it was
+  /// accepted) has none any more: getpeername fails with ENOTCONN, which the error_code form stores.
   endpoint local_endpoint() const;
+  endpoint local_endpoint(std::error_code& error) const noexcept;
   endpoint peer_endpoint() const;
+  endpoint peer_endpoint(std::error_code& error) const noexcept;
 
   bool is_open() const noexcept { return socket_.is_open(); }
   int native_handle() const noexcept { return socket_.get(); }
