@@ -102,7 +102,8 @@ class broadcast_recv_awaiter : public lone_waiter<broadcast_receiver<T>> {
  public:
   using lone_waiter<broadcast_receiver<T>>::lone_waiter;
   broadcast_result<T> await_resume() {
-    this->end_wait();
+    typename lone_waiter<broadcast_receiver<T>>::ending wait_ends(*this);
+    waiter::await_resume();
     broadcast_receiver<T>& receiver = this->receiver();
     broadcast_state<T>& state = *receiver.state_;
     std::lock_guard guard(state.waiters.mutex());

@@ -118,7 +118,8 @@ class changed_awaiter : public lone_waiter<watch_receiver<T>> {
  public:
   using lone_waiter<watch_receiver<T>>::lone_waiter;
   bool await_resume() {
-    this->end_wait();
+    typename lone_waiter<watch_receiver<T>>::ending wait_ends(*this);
+    waiter::await_resume();
     return this->receiver().mark_seen();
   }
 

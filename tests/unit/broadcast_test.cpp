@@ -2,9 +2,12 @@
 #include <corio/errors.hpp>
 #include <corio/event.hpp>
 #include <corio/event_loop.hpp>
+#include <corio/join_handle.hpp>
+#include <corio/runtime.hpp>
 #include <corio/task.hpp>
 #include <corio/time.hpp>
 #include <corio/when_all.hpp>
+#include <corio/yield.hpp>
 #include <corio/when_any.hpp>
 
 #include <gtest/gtest.h>
@@ -161,6 +164,33 @@ TEST(broadcast, a_second_recv_in_flight_on_one_receiver_is_refused_and_a_copy_ma
   EXPECT_TRUE(tx.send(2));
   loop.run_until_idle();
   EXPECT_EQ(got, (std::vector<int>{2, 2}));
+}
+
+// The same on a runtime, where when_all's two receives may run on two workers: the second either is
+// refused or starts after the first has taken its message, so the two never take one message.
+TEST(broadcast, two_receives_on_one_receiver_on_a_runtime_never_take_one_message_twice) {
+  auto [tx, rx] = corio::broadcast<int>(1024);
+  corio::runtime rt(corio::runtime::options{.workers = 2});
+  int both_taken = 0;
+  rt.block_on([](corio::broadcast_sender<int>& tx, corio::broadcast_receiver<int>& rx, int& both_taken) -> corio::task<void> {
+    for (int round = 0; round < 200; ++round) {
+      auto sender = corio::spawn([](corio::broadcast_sender<int>& tx, int round) -> corio::task<void> {
+        co_await corio::yield();
+        tx.send(2 * round);
+        tx.send(2 * round + 1);
+      }(tx, round));
+      try {
+        auto [a, b] = co_await corio::when_all(rx.recv(), rx.recv());
+        EXPECT_NE(std::get<int>(a), std::get<int>(b));
+        ++both_taken;
+      } catch (const std::logic_error&) {
+      }
+      co_await std::move(sender);
+      while (rx.try_recv()) {
+      }
+    }
+  }(tx, rx, both_taken));
+  EXPECT_LE(both_taken, 200);
 }
 
 TEST(broadcast, misuse_is_reported) {

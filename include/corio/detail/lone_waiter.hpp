@@ -9,11 +9,15 @@
 //   message already taken: a broadcast would read a slot it has no message for, a watch would report
 //   its sender gone. So the second wait to start is misuse, reported with std::logic_error when it
 //   starts, as a stream reports two readers.
-// State: a `lone_wait` flag in the receiver, set from the start of a wait (await_suspend) to its end
-//   (await_resume, or the awaiter's destructor when the frame is destroyed while it waits). Copies of
-//   a receiver start with the flag clear: a copy is the way to wait twice.
-// Threads: one task uses a handle object at a time (the channels' rule), and a task's later steps
-//   happen after its earlier ones, wherever each ran, so the flag is a plain bool.
+// State: a `lone_wait` flag in the receiver, claimed at the start of a wait (await_suspend) and
+//   released at its very end: when await_resume has read and moved the position (or thrown), or in the
+//   awaiter's destructor when the frame is destroyed while it waits. Released any earlier, a second
+//   wait could start, find the message still there and not park, and both would take it. Copies of a
+//   receiver start with the flag clear: a copy is the way to wait twice.
+// Threads: the two waits of `when_all(rx.recv(), rx.recv())` on a runtime run on two workers, so the
+//   flag is atomic: claimed with an acquire exchange, released with a release store, so a claim that
+//   follows a release also sees the position the released wait moved.
+#include <atomic>
 #include <coroutine>
 #include <stdexcept>
 #include <string>
@@ -32,17 +36,16 @@ class lone_wait {
 
   /// Throws std::logic_error naming `operation` if a wait is already in flight.
   void claim(const char* operation) {
-    if (busy_) {
+    if (busy_.exchange(true, std::memory_order_acquire)) {  // pairs with the release in release()
       throw std::logic_error(std::string(operation) +
                              ": another wait on this receiver is in flight (one at a time per receiver "
                              "object; copy the receiver to wait on it twice)");
     }
-    busy_ = true;
   }
-  void release() noexcept { busy_ = false; }
+  void release() noexcept { busy_.store(false, std::memory_order_release); }
 
  private:
-  bool busy_ = false;
+  std::atomic<bool> busy_{false};
 };
 
 /// A waiter whose context is a `Receiver` with a `lone_wait lone_` member and a `wait_name`.
@@ -68,12 +71,21 @@ class lone_waiter : public waiter {
  protected:
   Receiver& receiver() const noexcept { return *static_cast<Receiver*>(context()); }
 
-  /// Ends the wait: releases the flag, then returns if it completed or throws corio::cancelled.
-  void end_wait() {
-    claimed_ = false;
-    receiver().lone_.release();
-    waiter::await_resume();
-  }
+  /// Releases the flag when destroyed: made first thing in await_resume, so the flag is held until
+  /// await_resume has moved the receiver's position or thrown.
+  class ending {
+   public:
+    explicit ending(lone_waiter& self) noexcept : self_(self) {}
+    ending(const ending&) = delete;
+    ending& operator=(const ending&) = delete;
+    ~ending() {
+      self_.claimed_ = false;
+      self_.receiver().lone_.release();
+    }
+
+   private:
+    lone_waiter& self_;
+  };
 
  private:
   bool claimed_ = false;
