@@ -37,15 +37,54 @@ scheduler::scheduler(scheduler_options options)
 
 scheduler::~scheduler() { shutdown(); }
 
+namespace {
+
+// The shutdowns this thread is running, innermost first: a frame destroyed in step 5 or 7 may call
+// shutdown() again on one of them (a guard object; the last owner of a runtime), and that call must
+// return, not wait for the lock its own thread holds (runtimes shutting each other down nest).
+struct shutting_down_mark {
+  const scheduler* self;
+  const shutting_down_mark* outer;
+};
+thread_local constinit const shutting_down_mark* shutting_down_here = nullptr;
+
+bool this_thread_shuts_down(const scheduler* self) noexcept {
+  for (const shutting_down_mark* mark = shutting_down_here; mark != nullptr; mark = mark->outer) {
+    if (mark->self == self) {
+      return true;
+    }
+  }
+  return false;
+}
+
+class shutting_down_scope {
+ public:
+  explicit shutting_down_scope(const scheduler* self) noexcept : mark_{self, shutting_down_here} {
+    shutting_down_here = &mark_;
+  }
+  shutting_down_scope(const shutting_down_scope&) = delete;
+  shutting_down_scope& operator=(const shutting_down_scope&) = delete;
+  ~shutting_down_scope() { shutting_down_here = mark_.outer; }
+
+ private:
+  shutting_down_mark mark_;
+};
+
+}  // namespace
+
 void scheduler::shutdown() {
   if (local_worker() != nullptr) {
     throw std::logic_error("corio::runtime: shutdown from one of its own workers would join itself");
+  }
+  if (this_thread_shuts_down(this)) {
+    return;
   }
   std::lock_guard guard(shutdown_mutex_);
   if (shut_down_) {
     return;
   }
   shut_down_ = true;
+  shutting_down_scope running(this);
   for (root_registry& registry : registries_) {                                           // 1
     registry.close();
   }

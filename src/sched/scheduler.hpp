@@ -30,7 +30,8 @@
 //   every awaitable that completes without suspending spends the cooperative budget, so the task
 //   returns to its worker at least every 128 such awaits, and the worker checks the deadline there.
 // Threads: everything here is thread-safe; shutdown() must not run on a worker, and a second call
-//   made while the first runs waits for it (shutdown_mutex_) and then returns.
+//   made while the first runs waits for it (shutdown_mutex_) and then returns; one made from inside
+//   it, on its own thread (a frame destroyed in step 5 or 7), returns at once.
 #include <atomic>
 #include <chrono>
 #include <cstddef>

@@ -346,4 +346,28 @@ TEST(shutdown, a_second_shutdown_made_while_the_first_runs_returns_only_when_it_
   first.join();
 }
 
+// A frame that shutdown destroys (it outlived the grace period, shielded) may call shutdown()
+// again from its destructor, on the shutting-down thread: that call returns at once instead of
+// waiting for the shutdown it is part of.
+TEST(shutdown, a_shutdown_called_again_from_a_frame_it_destroys_returns_at_once) {
+  corio::runtime rt(corio::runtime::options{.workers = 1});
+  corio::event never;
+  std::atomic<bool> guard_ran{false};
+  struct shuts_down_on_destruction {
+    corio::runtime* rt;
+    std::atomic<bool>* ran;
+    ~shuts_down_on_destruction() {
+      rt->shutdown();
+      *ran = true;
+    }
+  };
+  rt.spawn([](corio::runtime& rt, corio::event& never, std::atomic<bool>& ran) -> corio::task<void> {
+      shuts_down_on_destruction guard{&rt, &ran};
+      co_await corio::shield(never.wait());
+    }(rt, never, guard_ran)).detach();
+  std::this_thread::sleep_for(20ms);
+  rt.shutdown();
+  EXPECT_TRUE(guard_ran.load());
+}
+
 }  // namespace
