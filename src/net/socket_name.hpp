@@ -35,9 +35,14 @@ auto or_throw(const std::string& what, Call call) {
   return result;
 }
 
-/// socket_name's throwing form: std::system_error naming `what`.
+/// socket_name's throwing form: std::system_error naming `what` (no string is built unless it throws).
 inline endpoint socket_name(int fd, bool peer, const char* what) {
-  return or_throw(what, [&](std::error_code& error) { return socket_name(fd, peer, error); });
+  std::error_code error;
+  endpoint name = socket_name(fd, peer, error);
+  if (error) {
+    throw std::system_error(error, what);
+  }
+  return name;
 }
 
 /// Opens a socket of `local`'s family, runs `configure(fd)` (false: failed, errno set), binds it.

@@ -1,3 +1,4 @@
+#include <corio/cancellation.hpp>
 #include <corio/event_loop.hpp>
 #include <corio/sync_wait.hpp>
 #include <corio/task.hpp>
@@ -9,7 +10,7 @@
 
 #include <chrono>
 #include <memory>
-#include <stdexcept>
+#include <exception>
 #include <thread>
 #include <vector>
 
@@ -110,20 +111,21 @@ TEST(time, with_timeout_passes_through_a_fast_result) {
   EXPECT_LT(corio::clock::now() - start, 5s);  // the 10 s timer was cancelled, not waited for
 }
 
-// An operation that ends after its deadline without having suspended meanwhile (nothing could stop
-// it) stands as it ended: a value is returned, and so is a failure of its own, which was replaced
-// by corio::timed_out before the fix.
+// An operation the deadline could not stop (its wait is shielded) ends after the deadline fired: it
+// stands as it ended, a value returned and a failure of its own rethrown. The failure was replaced by
+// corio::timed_out before the fix.
 TEST(time, with_timeout_passes_through_a_late_failure_of_the_operation_s_own) {
+  struct its_own : std::exception {};  // not a std::runtime_error, as corio::timed_out is
   run_on_loop([&]() -> corio::task<void> {
     auto late = [](bool fail) -> corio::task<int> {
-      std::this_thread::sleep_for(30ms);  // past the deadline, and never suspended
+      co_await corio::shield(corio::sleep_for(30ms));  // past the deadline, which cannot stop it
       if (fail) {
-        throw std::runtime_error("its own");
+        throw its_own();
       }
       co_return 5;
     };
     EXPECT_EQ(co_await corio::with_timeout(5ms, late(false)), 5);
-    EXPECT_THROW((void)co_await corio::with_timeout(5ms, late(true)), std::runtime_error);
+    EXPECT_THROW((void)co_await corio::with_timeout(5ms, late(true)), its_own);
   });
 }
 

@@ -31,9 +31,11 @@ class read_stash {
   read_stash(read_stash&& other) noexcept
       : bytes_(std::move(other.bytes_)), taken_(std::exchange(other.taken_, 0)) {}
   read_stash& operator=(read_stash&& other) noexcept {
-    bytes_ = std::move(other.bytes_);
-    other.bytes_.clear();
-    taken_ = std::exchange(other.taken_, 0);
+    if (this != &other) {
+      bytes_ = std::move(other.bytes_);
+      other.bytes_.clear();
+      taken_ = std::exchange(other.taken_, 0);
+    }
     return *this;
   }
   read_stash(const read_stash&) = delete;
