@@ -30,9 +30,23 @@ type (
 	exitEvent   struct{} // the exit marker every receiver checks for; never sent
 )
 
+// eventType is the -t option, resolved from its name once before the clock, so a sender's make
+// switches on an integer as the C++ and Rust peers do, not on the name string.
+type eventType int
+
+const (
+	intType eventType = iota
+	strType
+	strPtrType
+	strCloneType
+)
+
+// eventTypes maps each -t name to its eventType.
+var eventTypes = map[string]eventType{"int": intType, "str": strType, "str_ptr": strPtrType, "str_clone": strCloneType}
+
 // source makes the events senders send; shared is the one string of S bytes, built before the clock.
 type source struct {
-	etype  string
+	etype  eventType
 	shared string
 }
 
@@ -40,11 +54,11 @@ type source struct {
 // assignment (it shares the bytes); str_ptr points at the shared string; str_clone copies its bytes.
 func (s *source) make(i int) event {
 	switch s.etype {
-	case "int":
+	case intType:
 		return intEvent(i)
-	case "str":
+	case strType:
 		return strEvent(s.shared)
-	case "str_ptr":
+	case strPtrType:
 		return strPtrEvent(&s.shared)
 	default:
 		return strEvent(strings.Clone(s.shared))
@@ -52,9 +66,16 @@ func (s *source) make(i int) event {
 }
 
 // shared is what every receiver touches: the scenario's counter, and how many receivers reached
-// their first receive (it only gates the start of the clock).
+// their first receive (it only gates the start of the clock). The counter, written by every event,
+// sits on lines of its own, as corio's does: 128 bytes of padding either side keep the 128-byte
+// aligned pair of lines around it free of anything else, whatever the object's address. Without
+// them the 32-byte struct shared a size class, and so likely a cache line, with the source every
+// sender reads per event (allocated just before it), and senders missed on the line receivers on
+// another core kept taking away.
 type shared struct {
+	_       [128]byte
 	counter atomic.Int64
+	_       [120]byte
 	waiting atomic.Int64
 	done    sync.WaitGroup
 }
@@ -87,9 +108,8 @@ func main() {
 	size := flag.Int("s", 16, "S: bytes in the shared string")
 	threads := flag.Int("threads", 0, "GOMAXPROCS; 0 keeps Go's default")
 	flag.Parse()
-	switch *etype {
-	case "int", "str", "str_ptr", "str_clone":
-	default:
+	kind, known := eventTypes[*etype]
+	if !known {
 		lab.Fail("unknown -t %q (int, str, str_ptr or str_clone)", *etype)
 	}
 	if *workers <= 0 || *events <= 0 || *capacity <= 0 || *size < 0 || *threads < 0 {
@@ -101,7 +121,7 @@ func main() {
 		program = fmt.Sprintf("go-%dt", *threads)
 	}
 	w, e := *workers, *events
-	src := &source{*etype, strings.Repeat("x", *size)}
+	src := &source{kind, strings.Repeat("x", *size)}
 	state := &shared{}
 
 	channels := make([]chan event, w)

@@ -55,7 +55,15 @@ fn parse() -> Params {
 
 /// What every receiver touches: the scenario's counter, and how many receivers reached their first
 /// receive (it only gates the start of the clock).
+///
+/// On lines of its own, as corio's counter is: the counter is written by every event, and without the
+/// alignment its Arc was allocated right after the leaked shared String that str and str_clone
+/// senders read per event, so senders would miss on a line receivers on another worker keep taking
+/// away. Aligned to 128 (the pair of lines the adjacent-line prefetcher fetches together) and so
+/// also 128 bytes long, nothing else shares its lines (the Arc's reference counts sit in the 128
+/// bytes before it, and are touched only when a receiver is spawned or finishes).
 #[derive(Default)]
+#[repr(align(128))]
 struct Shared {
     counter: AtomicU64,
     waiting: AtomicU64,

@@ -10,6 +10,7 @@ package dev.corio.bench.chan
 
 import java.util.Locale
 import java.util.concurrent.atomic.AtomicLong
+import java.util.concurrent.atomic.AtomicLongArray
 import kotlin.system.exitProcess
 import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.channels.Channel
@@ -31,8 +32,18 @@ class StrPtrEvent(val value: String) : Event
 /** The exit marker every receiver checks for; never sent. */
 object ExitEvent : Event
 
+/** The four event types of the scenario (`-t`), resolved from the name once, before the clock, so a
+ *  sender's make switches on an enum as the C++ and Rust peers do, not on the name string. */
+enum class EventType(val label: String) {
+    INT("int"), STR("str"), STR_PTR("str_ptr"), STR_CLONE("str_clone");
+
+    companion object {
+        fun parse(name: String): EventType? = entries.firstOrNull { it.label == name }
+    }
+}
+
 /** Makes the events senders send; `shared` is the one string of S characters, built before the clock. */
-class Source(private val etype: String, size: Int) {
+class Source(private val etype: EventType, size: Int) {
     private val shared = "x".repeat(size)
     private val sharedRef = StrPtrEvent(shared)
 
@@ -40,14 +51,15 @@ class Source(private val etype: String, size: Int) {
      *  in a new event; str_ptr is the one event referring to the shared string; str_clone copies the
      *  characters into a new String. */
     fun make(i: Int): Event = when (etype) {
-        "int" -> IntEvent(i.toLong())
-        "str" -> StrEvent(shared)
-        "str_ptr" -> sharedRef
-        else -> StrEvent(String(shared.toCharArray()))
+        EventType.INT -> IntEvent(i.toLong())
+        EventType.STR -> StrEvent(shared)
+        EventType.STR_PTR -> sharedRef
+        EventType.STR_CLONE -> StrEvent(String(shared.toCharArray()))
     }
 }
 
-class Params(val workers: Int, val events: Int, val capacity: Int, val etype: String, val size: Int, val warmups: Int)
+class Params(val workers: Int, val events: Int, val capacity: Int, val etype: String, val type: EventType, val size: Int,
+             val warmups: Int)
 
 class Outcome(val seconds: Double, val counted: Long, val channelBytes: Double, val taskBytes: Double)
 
@@ -57,7 +69,6 @@ fun fail(why: String): Nothing {
 }
 
 private val OPTIONS = setOf("w", "e", "q", "t", "s", "warmup")
-private val ETYPES = setOf("int", "str", "str_ptr", "str_clone")
 
 fun parse(args: Array<String>): Params {
     val values = HashMap<String, String>()
@@ -74,11 +85,13 @@ fun parse(args: Array<String>): Params {
         return raw.replace("_", "").replace(",", "").toIntOrNull() ?: fail("-$name wants a number, got $raw")
     }
     val etype = values["t"] ?: "int"
-    val p = Params(number("w", 0), number("e", 0), number("q", 256), etype, number("s", 16), number("warmup", 1))
+    val type = EventType.parse(etype)
+    val p = Params(number("w", 0), number("e", 0), number("q", 256), etype, type ?: EventType.INT, number("s", 16),
+        number("warmup", 1))
     if (p.workers <= 0 || p.events <= 0 || p.capacity <= 0 || p.size < 0 || p.warmups < 0) {
         fail("-w, -e and -q must be positive; -s and --warmup not negative")
     }
-    if (etype !in ETYPES) fail("unknown -t $etype (int, str, str_ptr or str_clone)")
+    if (type == null) fail("unknown -t $etype (int, str, str_ptr or str_clone)")
     return p
 }
 
@@ -89,9 +102,17 @@ fun liveHeapBytes(): Long {
     return runtime.totalMemory() - runtime.freeMemory()
 }
 
+/** Where the counter sits in its AtomicLongArray: 16 unused longs (128 bytes) on each side keep the
+ *  128-byte aligned pair of lines around it free of anything else (array header included), wherever
+ *  the JVM puts the array, as corio's counter sits on lines of its own. A plain AtomicLong is a 24-byte
+ *  object the allocator packs next to whatever comes before or after it (and a collection may move
+ *  it next to the Source senders read per event); JDK 17 offers @Contended only with
+ *  -XX:-RestrictContended, so the padding is the array's. */
+private const val COUNTER = 16
+
 /** One run of the cell: W channels and receivers, then (clock) W senders, until every receiver finished. */
 fun runCell(p: Params, source: Source): Outcome = runBlocking(Dispatchers.Default) {
-    val counter = AtomicLong()
+    val counter = AtomicLongArray(2 * COUNTER + 1) // the counter is element COUNTER, the rest is padding
     val waiting = AtomicLong() // receivers that reached their first receive; it only gates the clock
     val before = liveHeapBytes()
     val channels = Array(p.workers) { Channel<Event>(p.capacity) }
@@ -101,7 +122,7 @@ fun runCell(p: Params, source: Source): Outcome = runBlocking(Dispatchers.Defaul
             waiting.incrementAndGet()
             repeat(p.events) {
                 val received = channel.receive()
-                counter.incrementAndGet()
+                counter.incrementAndGet(COUNTER)
                 if (received === ExitEvent) return@launch
             }
         }
@@ -118,13 +139,13 @@ fun runCell(p: Params, source: Source): Outcome = runBlocking(Dispatchers.Defaul
     receivers.joinAll()
     val seconds = (System.nanoTime() - start) / 1e9
     senders.joinAll()
-    Outcome(seconds, counter.get(), (withChannels - before).toDouble() / p.workers,
+    Outcome(seconds, counter.get(COUNTER), (withChannels - before).toDouble() / p.workers,
         (withReceivers - withChannels).toDouble() / p.workers)
 }
 
 fun main(args: Array<String>) {
     val p = parse(args)
-    val source = Source(p.etype, p.size)
+    val source = Source(p.type, p.size)
     val expected = p.workers.toLong() * p.events
     repeat(p.warmups) {
         val warm = runCell(p, source)
