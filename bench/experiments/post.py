@@ -69,14 +69,19 @@ def _rate(results: Results, impl: str, producers: str) -> float | None:
 
 
 def _best(results: Results, peer: str, producers: str) -> tuple[float | None, str]:
-    """The faster configuration of `peer` (busy-polling or -wake) at P producers: (rate, its impl)."""
-    measured = [(rate, impl) for impl in (peer, peer + WAKE) if (rate := _rate(results, impl, producers)) is not None]
-    return max(measured) if measured else (None, peer)
+    """The faster configuration of `peer` (busy-polling or -wake) at P producers: (rate, its impl). Both must
+    have run: with one missing the faster is unknown, so the rate is None (the target reads "no data" and
+    misses, as a missing row does everywhere) and the text names what is missing."""
+    rates = {impl: _rate(results, impl, producers) for impl in (peer, peer + WAKE)}
+    absent = [impl for impl, rate in rates.items() if rate is None]
+    if absent:
+        return None, "no " + ", ".join(absent)
+    return max((rate, impl) for impl, rate in rates.items())
 
 
 def targets(results: Results) -> list:
     found = []
-    for producers in _producers(results):
+    for producers in (str(p) for p in PRODUCERS):  # every count scheduled: one with no rows is a miss, not absent
         corio = _rate(results, "corio", producers)
         needs = [("moodycamel", 1), ("moodycamel-bulk", 1)] + ([("mutex-vector", 3)] if int(producers) >= 4 else [])
         for peer, factor in needs:

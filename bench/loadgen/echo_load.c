@@ -12,11 +12,17 @@
 // epoll loop, pinned to one core (--cpu): a thread per connection on one core would make the client
 // the bottleneck. All connections are made before the clock starts; the window is D seconds.
 //
+// Beyond rust_echo_bench, a stalled connection is an error too: at the end of the window, every open
+// connection that completed no request inside it, or whose current request has been outstanding for
+// more than STALL_S, counts as one error (a server that stops answering a connection cannot hide
+// behind the others' throughput).
+//
 //   echo_load --address 127.0.0.1:PORT --clients N --bytes L --seconds D [--cpu K] [--server-pid PID]
 //
-// Prints one line of key=value pairs to stdout (requests, seconds, requests_per_sec, errors, and with
-// --server-pid the server's user and system CPU seconds spent inside the window, read from
-// /proc/PID/stat at its start and end). Exits 1 on a usage or set-up error, or when errors > 0.
+// Prints one line of key=value pairs to stdout (requests, seconds, requests_per_sec, errors, stalled
+// (how many of the errors are stalled connections), and with --server-pid the server's user and system
+// CPU seconds spent inside the window, read from /proc/PID/stat at its start and end). Exits 1 on a
+// usage or set-up error, or when errors > 0.
 
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -37,6 +43,7 @@
 #include <unistd.h>
 
 enum { MAX_EVENTS = 512, SHOWN_ERRORS = 5 };
+static const double STALL_S = 1.0;  // a request outstanding longer than this at the window's end is an error
 
 struct options {
   struct sockaddr_in address;
@@ -52,6 +59,8 @@ struct conn {
   long id;
   uint64_t sequence;  // requests sent on this connection
   long written;       // bytes of the current request written so far
+  long completed;     // good echoes received inside the window
+  double sent_at;     // when the current request began (the previous echo's epoll round, or the start)
   int wants_write;    // epoll watches EPOLLOUT (a write did not complete at once)
 };
 
@@ -172,8 +181,10 @@ struct load {
   int epoll;
   unsigned char* out;  // the request being sent; its first bytes are restamped for every request
   unsigned char* in;   // room for one byte more than a request, so an over-long echo is seen at once
+  double now;  // the clock after the latest epoll_wait (read once per round, not per request)
   long requests;
   long errors;
+  long stalled;
   long open;
 };
 
@@ -217,9 +228,31 @@ static void read_response(struct load* l, struct conn* c) {
   stamp(l, c->sequence);
   if (memcmp(l->in, l->out, (size_t)n) != 0) return fail_conn(l, c, "echo differs from the request", n);
   ++l->requests;
+  ++c->completed;
   ++c->sequence;
   c->written = 0;
+  c->sent_at = l->now;
   write_request(l, c);
+}
+
+// At the end of the window (`end`): every open connection that completed no request inside it, or whose
+// current request has been outstanding for more than STALL_S, is an error.
+static void count_stalls(struct load* l, struct conn* conns, double end) {
+  for (long i = 0; i < l->o->clients; ++i) {
+    struct conn* c = &conns[i];
+    if (c->fd < 0) continue;  // already counted as an error
+    double waited = end - c->sent_at;
+    if (c->completed > 0 && waited <= STALL_S) continue;
+    if (l->errors < SHOWN_ERRORS)
+      fprintf(stderr, "echo_load: connection %ld, request %llu: stalled: %ld requests completed in the window, "
+              "the current one outstanding for %.3f s at its end\n", c->id, (unsigned long long)c->sequence,
+              c->completed, waited);
+    ++l->errors;
+    ++l->stalled;
+  }
+  if (l->stalled > 0)
+    fprintf(stderr, "echo_load: %ld of %ld connections stalled (no request completed in the window, or one "
+            "outstanding for more than %.1f s at its end)\n", l->stalled, l->o->clients, STALL_S);
 }
 
 int main(int argc, char** argv) {
@@ -243,13 +276,17 @@ int main(int argc, char** argv) {
   struct cpu_times server_before = {0, 0}, server_after = {0, 0}, client_before = own_cpu();
   if (o.server_pid) server_before = process_cpu(o.server_pid);
   double start = now_s(), deadline = start + o.seconds, now = start;
-  for (long i = 0; i < o.clients; ++i) write_request(&l, &conns[i]);
+  l.now = start;
+  for (long i = 0; i < o.clients; ++i) {
+    conns[i].sent_at = start;
+    write_request(&l, &conns[i]);
+  }
   struct epoll_event events[MAX_EVENTS];
   while (l.open > 0) {
     int timeout_ms = (int)((deadline - now) * 1e3) + 1;
     int ready = epoll_wait(l.epoll, events, MAX_EVENTS, timeout_ms);
     if (ready < 0 && errno != EINTR) die("epoll_wait: %s", strerror(errno));
-    now = now_s();
+    now = l.now = now_s();
     if (now >= deadline) break;  // what arrived after the deadline is not counted
     for (int i = 0; i < ready; ++i) {
       struct conn* c = events[i].data.ptr;
@@ -260,13 +297,16 @@ int main(int argc, char** argv) {
   }
   if (o.server_pid) server_after = process_cpu(o.server_pid);
   struct cpu_times client_after = own_cpu();
-  double seconds = (now < deadline ? now : deadline) - start;  // earlier only if every connection failed
+  double end = now < deadline ? now : deadline;  // earlier only if every connection failed
+  double seconds = end - start;
+  count_stalls(&l, conns, end);
 
   for (long i = 0; i < o.clients; ++i)
     if (conns[i].fd >= 0) close(conns[i].fd);
-  printf("requests=%ld seconds=%.6f requests_per_sec=%.1f errors=%ld server_user_s=%.2f server_sys_s=%.2f "
-         "client_user_s=%.3f client_sys_s=%.3f\n",
-         l.requests, seconds, (double)l.requests / seconds, l.errors, server_after.user_s - server_before.user_s,
+  printf("requests=%ld seconds=%.6f requests_per_sec=%.1f errors=%ld stalled=%ld server_user_s=%.2f "
+         "server_sys_s=%.2f client_user_s=%.3f client_sys_s=%.3f\n",
+         l.requests, seconds, (double)l.requests / seconds, l.errors, l.stalled,
+         server_after.user_s - server_before.user_s,
          server_after.sys_s - server_before.sys_s, client_after.user_s - client_before.user_s,
          client_after.sys_s - client_before.sys_s);
   return l.errors == 0 ? 0 : 1;

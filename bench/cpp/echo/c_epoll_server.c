@@ -1,6 +1,6 @@
 // c-epoll: the plain epoll echo server of the lab's `echo` experiment (bench/scenarios.md).
 //
-//   c_epoll_server --port P
+//   c_epoll_server --port P [--spin-us US]
 //
 // One thread, one level-triggered epoll set, non-blocking sockets. A readable connection gets one
 // recv into a shared chunk buffer and the chunk is sent straight back; only when the socket cannot
@@ -8,18 +8,26 @@
 // it reads nothing more until its echo is out), and finished when writable. That is what an epoll
 // server tuned for request/response does: one recv and one send per echo, epoll_wait only to wait.
 // Edge-triggered mode would cost an extra recv returning EAGAIN on every echo; it is not used.
+//
+// --spin-us US (the `c-epoll-spin` row; 0, the default, is `c-epoll`): before it blocks, the loop
+// busy-polls with epoll_wait timeout 0 for up to US microseconds (the clock read every few polls), and
+// blocks in epoll_wait only if nothing became ready meanwhile. A request/response peer that answers
+// within the spin is caught awake: no sleep, no wake-up. corio's worker spins up to 50 us the same way
+// before it sleeps (src/sched/worker.cpp), so at 1 client this is the peer's busy-polling configuration.
 
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "c_server.h"
 
-enum { MAX_EVENTS = 512 };
+enum { MAX_EVENTS = 512, POLLS_PER_CLOCK = 4 };
 
 struct conn {
   int fd;
@@ -84,7 +92,38 @@ static void echo(struct conn* c) {
   watch(c, EPOLL_CTL_MOD, EPOLLOUT);
 }
 
+static int64_t monotonic_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+// Waits for events: with a spin, polls (timeout 0) for up to `spin_ns` first, then blocks.
+static int wait_events(struct epoll_event* events, int64_t spin_ns) {
+  if (spin_ns > 0) {
+    int64_t give_up = monotonic_ns() + spin_ns;
+    for (unsigned polls = 1;; ++polls) {
+      int ready = epoll_wait(epoll_fd, events, MAX_EVENTS, 0);
+      if (ready != 0) return ready;  // events, or an error for the caller
+      if (polls % POLLS_PER_CLOCK == 0 && monotonic_ns() >= give_up) break;
+    }
+  }
+  return epoll_wait(epoll_fd, events, MAX_EVENTS, -1);
+}
+
+// `--spin-us US` after `--port P` (the shared parser takes `--port P` alone): the spin in nanoseconds.
+static int64_t parse_spin(int* argc, char** argv) {
+  if (*argc == 3) return 0;
+  if (*argc != 5 || strcmp(argv[3], "--spin-us") != 0) echo_die("usage: %s --port P [--spin-us US]", argv[0]);
+  char* end = NULL;
+  long us = strtol(argv[4], &end, 10);
+  if (end == argv[4] || *end != '\0' || us < 0 || us > 1000000) echo_die("bad --spin-us '%s'", argv[4]);
+  *argc = 3;
+  return (int64_t)us * 1000;
+}
+
 int main(int argc, char** argv) {
+  int64_t spin_ns = parse_spin(&argc, argv);
   int listener = echo_listen(echo_parse_port(argc, argv), 1);
   epoll_fd = epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd < 0) echo_die("epoll_create1: %s", strerror(errno));
@@ -93,7 +132,7 @@ int main(int argc, char** argv) {
 
   struct epoll_event events[MAX_EVENTS];
   for (;;) {
-    int ready = epoll_wait(epoll_fd, events, MAX_EVENTS, -1);
+    int ready = wait_events(events, spin_ns);
     if (ready < 0 && errno != EINTR) echo_die("epoll_wait: %s", strerror(errno));
     for (int i = 0; i < ready; ++i) {
       struct conn* c = events[i].data.ptr;
