@@ -37,9 +37,9 @@ blocking_pool* current_blocking_pool() noexcept;
 /// Each worker has a bounded local queue, a LIFO slot for the task it just woke, and shares a global
 /// injection queue; an idle worker steals half of a busy one's queue, and parks (futex) when there is
 /// nothing anywhere, woken only when work appears and nobody is already looking. Fairness is
-/// cooperative: a task that completes 128 operations without suspending is moved to the back of the
-/// queue at its next co_await of a task; a loop with no co_await at all holds its worker (put such work
-/// in spawn_blocking). Thread-safe: spawn(), block_on() (from non-runtime threads) and the destructor.
+/// cooperative: a task whose awaits complete at once 128 times in a row (any corio awaitable spends the
+/// budget) yields at the next one, behind the task its worker last woke; a loop with no co_await at all
+/// holds its worker (put such work in spawn_blocking). Thread-safe: spawn(), block_on() (from non-runtime threads) and the destructor.
 ///
 /// Destruction shuts down in numbered steps: stop accepting spawns; cancel every live task; run what
 /// can run to its cancellation point (up to a 1 s grace); join the workers; destroy the frames still
