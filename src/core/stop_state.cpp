@@ -5,6 +5,30 @@
 
 namespace corio::detail {
 
+namespace {
+
+// A request this thread is running, in the thread's list of them (innermost first).
+struct running_request {
+  const stop_state* state;
+  running_request* outer;
+  bool gone = false;  // the state was destroyed inside one of the request's callbacks
+};
+thread_local constinit running_request* requests_here = nullptr;
+
+class listed_request {
+ public:
+  explicit listed_request(const stop_state* state) noexcept : entry_{state, requests_here} { requests_here = &entry_; }
+  listed_request(const listed_request&) = delete;
+  listed_request& operator=(const listed_request&) = delete;
+  ~listed_request() { requests_here = entry_.outer; }
+  bool gone() const noexcept { return entry_.gone; }
+
+ private:
+  running_request entry_;
+};
+
+}  // namespace
+
 std::uint32_t stop_state::lock_contended() noexcept {
   std::uint32_t word = 0;
   back_off_while([&] {
@@ -26,8 +50,7 @@ bool stop_state::request_stop(bool for_deadline) noexcept {
   }
   word |= for_deadline ? requested | deadline : requested;  // published by the next unlock, before any callback runs
   requester_ = this_thread_id();
-  bool gone = false;
-  gone_ = &gone;
+  listed_request listed(this);
   while (head_ != nullptr) {
     stop_callback_base& callback = *head_;
     unlink(callback);
@@ -36,7 +59,7 @@ bool stop_state::request_stop(bool for_deadline) noexcept {
     callback.destroyed_ = &destroyed;
     unlock(word);
     callback.invoke_(callback);
-    if (gone) {
+    if (listed.gone()) {
       return true;  // the callback ended this state's owner (and the callback with it)
     }
     if (!destroyed) {
@@ -45,17 +68,17 @@ bool stop_state::request_stop(bool for_deadline) noexcept {
     word = lock();
   }
   running_ = nullptr;
-  gone_ = nullptr;
   unlock(word);
   return true;
 }
 
-void stop_state::tell_requester_gone() noexcept {
-  std::uint32_t word = lock();
-  if (gone_ != nullptr && requester_ == this_thread_id()) {
-    *gone_ = true;
+void stop_state::tell_requester_gone() const noexcept {
+  for (running_request* request = requests_here; request != nullptr; request = request->outer) {
+    if (request->state == this) {
+      request->gone = true;
+      return;
+    }
   }
-  unlock(word);
 }
 
 const void* stop_state::this_thread_id() noexcept {

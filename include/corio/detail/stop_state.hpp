@@ -33,10 +33,12 @@
 //     again; not running, it has finished.
 //   destruction inside a callback: a callback may end the state's owner on the requesting thread (a
 //     waiter parked on a plain thread, sync_wait's chain, is resumed inline by its waker, and the
-//     chain goes on to destroy the with_stop_token or when_any frame holding this state). The
-//     destructor of a state that was requested tells a request running on its own thread, through
-//     the requester's `gone_` flag, that the state is gone; the requester then returns without
-//     touching it. Every callback was removed before that (the owner's duty), so none is left to run.
+//     chain goes on to destroy the with_stop_token or when_any frame holding this state). Each
+//     thread keeps a list of the requests it is running (thread-local, innermost first); the
+//     destructor of a state that was requested marks its own entry there, if any, as gone, and the
+//     request then returns without touching the state. Every callback was removed before that (the
+//     owner's duty), so none is left to run. Only the requesting thread can be inside a callback of
+//     the request, so no lock is needed and the state carries nothing for it.
 // Memory order: the lock is taken with an acquire CAS and released with a release store, so all list
 //   work is ordered. `requested` is set under the lock and published by the release store that
 //   unlocks, before any callback runs; stop_requested() is an acquire load: what a requester wrote
@@ -136,7 +138,7 @@ class stop_state {
   /// Removal of a callback a request popped: see "removal" above.
   void wait_until_done(stop_callback_base& callback) noexcept;
   /// Destruction of a requested state: see "destruction inside a callback" above.
-  void tell_requester_gone() noexcept;
+  void tell_requester_gone() const noexcept;
   /// An address unique to the calling thread while it lives (std::thread::id has no constexpr
   /// default constructor, which never_stops needs for constant initialisation).
   static const void* this_thread_id() noexcept;
@@ -145,7 +147,6 @@ class stop_state {
   stop_callback_base* head_ = nullptr;
   stop_callback_base* running_ = nullptr;  // the callback a request is running, under the lock
   const void* requester_ = nullptr;        // the thread running the callbacks, under the lock
-  bool* gone_ = nullptr;                   // the running request's flag: this state was destroyed, under the lock
 };
 
 /// The state of chains that must not be cancelled (corio::shield).
