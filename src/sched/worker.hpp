@@ -52,7 +52,9 @@
 //   busy worker still sees completions, in batches. A reap takes no more
 //   completions than the local queue has room for (io_slot.hpp, "Reap bound"), and a batch from the
 //   injection queue no more than that room plus the task it runs: neither overflows the queue back
-//   into the injection queue. A maintenance reap takes at least min_reap even from a full queue, so
+//   into the injection queue by itself. Operations other threads handed over and cancel requests
+//   delivered in the same turn come on top of the bound, so such a turn can overflow into the
+//   injection queue: a cost (other workers may take them), nothing lost. A maintenance reap takes at least min_reap even from a full queue, so
 //   tasks that keep the queue full (yielding, or waking each other) cannot hold I/O back.
 // The local queue holds 256 tasks, as Go's and tokio's do. Its room bounds a reap, so it also bounds
 //   how many completions one turn takes from the kernel. At 300 busy echo connections a one-worker
