@@ -224,8 +224,8 @@ class broadcast_receiver {
   /// `co_await rx.recv()` yields the next message (a copy), lagged{n} if n messages were overwritten
   /// before this receiver read them (it then continues with the oldest one kept), or broadcast_closed
   /// once every sender is gone and everything was read. One recv at a time per receiver object: a
-  /// second one in flight (when_all(rx.recv(), rx.recv())) throws std::logic_error. Resumes on the executor it suspended on;
-  /// cancellation throws corio::cancelled and skips nothing. The operation is a copyable
+  /// second one in flight (when_all(rx.recv(), rx.recv())) throws std::logic_error. Resumes on the
+  /// executor it suspended on; cancellation throws corio::cancelled and skips nothing. The operation is a copyable
   /// description that does nothing until awaited, so it may be passed to with_timeout or when_any
   /// (a recv that loses takes nothing: the message stays for the next recv); the receiver must
   /// outlive it. corio::select takes channel operations only.

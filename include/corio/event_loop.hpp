@@ -169,8 +169,9 @@ class event_loop final : private detail::executor {
 
   /// Thread-safe and lock-free. Queues `functor` to run on the loop thread, in FIFO order with the
   /// other functors posted by the calling thread. Functors of up to 64 bytes (aligned to at most 8) are
-  /// stored in place (no allocation). Returns false, without taking the functor, if the loop is stopped. A functor that
-  /// was accepted runs unless the loop is destroyed first, in which case it is destroyed unrun.
+  /// stored in place (no allocation). Returns false, without taking the functor, if the loop is
+  /// stopped. A functor that was accepted runs unless the loop is destroyed first, in which case it is
+  /// destroyed unrun.
   /// An exception thrown by the functor propagates out of run().
   template <class F>
   bool post(F&& functor) {

@@ -39,7 +39,8 @@ blocking_pool* current_blocking_pool() noexcept;
 /// nothing anywhere, woken only when work appears and nobody is already looking. Fairness is
 /// cooperative: a task whose awaits complete at once 128 times in a row (any corio awaitable spends the
 /// budget) yields at the next one, behind the task its worker last woke; a loop with no co_await at all
-/// holds its worker (put such work in spawn_blocking). Thread-safe: spawn(), block_on() (from non-runtime threads) and the destructor.
+/// holds its worker (put such work in spawn_blocking). Thread-safe: spawn(), block_on() (from
+/// non-runtime threads) and the destructor.
 ///
 /// Destruction shuts down in numbered steps: stop accepting spawns; cancel every live task; run what
 /// can run to its cancellation point (up to a 1 s grace); join the workers; destroy the frames still

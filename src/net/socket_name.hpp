@@ -24,9 +24,10 @@ inline endpoint socket_name(int fd, bool peer, std::error_code& error) noexcept 
   return endpoint::from_sockaddr(raw, length).value_or(endpoint());
 }
 
-/// Calls `call(error)` and throws std::system_error naming `what` if it stored an error.
-template <class Call>
-auto or_throw(const std::string& what, Call call) {
+/// Calls `call(error)` and throws std::system_error naming `what` (a C string or a std::string) if it
+/// stored an error; a C string is turned into a std::string only then.
+template <class What, class Call>
+auto or_throw(const What& what, Call call) {
   std::error_code error;
   auto result = call(error);
   if (error) {
@@ -35,14 +36,9 @@ auto or_throw(const std::string& what, Call call) {
   return result;
 }
 
-/// socket_name's throwing form: std::system_error naming `what` (no string is built unless it throws).
+/// socket_name's throwing form: std::system_error naming `what`.
 inline endpoint socket_name(int fd, bool peer, const char* what) {
-  std::error_code error;
-  endpoint name = socket_name(fd, peer, error);
-  if (error) {
-    throw std::system_error(error, what);
-  }
-  return name;
+  return or_throw(what, [&](std::error_code& error) { return socket_name(fd, peer, error); });
 }
 
 /// Opens a socket of `local`'s family, runs `configure(fd)` (false: failed, errno set), binds it.

@@ -25,10 +25,6 @@ namespace {
 using detail::or_throw;
 using detail::socket_name;
 
-[[noreturn]] void throw_errno(int error, const char* what) {
-  throw std::system_error(std::error_code(error, std::system_category()), what);
-}
-
 // What an operation's error_code form stores when its task was cancelled or its deadline passed.
 bool ended_by_cancellation(const std::error_code& error) noexcept {
   return error == std::errc::operation_canceled || error == std::errc::timed_out;
@@ -207,10 +203,10 @@ void tcp_stream::shutdown(int how, std::error_code& error) noexcept {
 }
 
 void tcp_stream::set_nodelay(bool enabled) {
-  int value = enabled ? 1 : 0;
-  if (::setsockopt(socket_.get(), IPPROTO_TCP, TCP_NODELAY, &value, sizeof(value)) < 0) {
-    throw_errno(errno, "corio::net::tcp_stream::set_nodelay");
-  }
+  or_throw("corio::net::tcp_stream::set_nodelay", [&](std::error_code& error) {
+    set_nodelay(enabled, error);
+    return 0;
+  });
 }
 
 void tcp_stream::set_nodelay(bool enabled, std::error_code& error) noexcept {

@@ -54,8 +54,9 @@
 //   injection queue no more than that room plus the task it runs: neither overflows the queue back
 //   into the injection queue by itself. Operations other threads handed over and cancel requests
 //   delivered in the same turn come on top of the bound, so such a turn can overflow into the
-//   injection queue: a cost (other workers may take them), nothing lost. A maintenance reap takes at least min_reap even from a full queue, so
-//   tasks that keep the queue full (yielding, or waking each other) cannot hold I/O back.
+//   injection queue: a cost (other workers may take them), nothing lost. A maintenance reap takes at
+//   least min_reap even from a full queue, so tasks that keep the queue full (yielding, or waking
+//   each other) cannot hold I/O back.
 // The local queue holds 256 tasks, as Go's and tokio's do. Its room bounds a reap, so it also bounds
 //   how many completions one turn takes from the kernel. At 300 busy echo connections a one-worker
 //   io_uring server then enters the kernel about twice as often as the plain liburing server, and
