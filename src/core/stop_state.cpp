@@ -2,30 +2,17 @@
 #include <corio/detail/stop_state.hpp>
 
 #include "cpu_relax.hpp"
+#include "thread_marks.hpp"
 
 namespace corio::detail {
 
 namespace {
 
-// A request this thread is running, in the thread's list of them (innermost first).
-struct running_request {
-  const stop_state* state;
-  running_request* outer;
-  bool gone = false;  // the state was destroyed inside one of the request's callbacks
+// A request this thread is running (see "destruction inside a callback").
+struct request_outcome {
+  bool state_gone = false;  // the state was destroyed inside one of the request's callbacks
 };
-thread_local constinit running_request* requests_here = nullptr;
-
-class listed_request {
- public:
-  explicit listed_request(const stop_state* state) noexcept : entry_{state, requests_here} { requests_here = &entry_; }
-  listed_request(const listed_request&) = delete;
-  listed_request& operator=(const listed_request&) = delete;
-  ~listed_request() { requests_here = entry_.outer; }
-  bool gone() const noexcept { return entry_.gone; }
-
- private:
-  running_request entry_;
-};
+using running_request = thread_mark<stop_state, request_outcome>;
 
 }  // namespace
 
@@ -50,7 +37,7 @@ bool stop_state::request_stop(bool for_deadline) noexcept {
   }
   word |= for_deadline ? requested | deadline : requested;  // published by the next unlock, before any callback runs
   requester_ = this_thread_id();
-  listed_request listed(this);
+  running_request listed(this);
   while (head_ != nullptr) {
     stop_callback_base& callback = *head_;
     unlink(callback);
@@ -59,7 +46,7 @@ bool stop_state::request_stop(bool for_deadline) noexcept {
     callback.destroyed_ = &destroyed;
     unlock(word);
     callback.invoke_(callback);
-    if (listed.gone()) {
+    if (listed.extra.state_gone) {
       return true;  // the callback ended this state's owner (and the callback with it)
     }
     if (!destroyed) {
@@ -73,11 +60,8 @@ bool stop_state::request_stop(bool for_deadline) noexcept {
 }
 
 void stop_state::tell_requester_gone() const noexcept {
-  for (running_request* request = requests_here; request != nullptr; request = request->outer) {
-    if (request->state == this) {
-      request->gone = true;
-      return;
-    }
+  if (running_request* request = running_request::find(this)) {
+    request->extra.state_gone = true;
   }
 }
 

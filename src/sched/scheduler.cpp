@@ -7,6 +7,8 @@
 
 #include <corio/errors.hpp>
 
+#include "core/thread_marks.hpp"
+
 namespace corio::detail {
 
 namespace {
@@ -39,36 +41,10 @@ scheduler::~scheduler() { shutdown(); }
 
 namespace {
 
-// The shutdowns this thread is running, innermost first: a frame destroyed in step 5 or 7 may call
-// shutdown() again on one of them (a guard object; the last owner of a runtime), and that call must
-// return, not wait for the lock its own thread holds (runtimes shutting each other down nest).
-struct shutting_down_mark {
-  const scheduler* self;
-  const shutting_down_mark* outer;
-};
-thread_local constinit const shutting_down_mark* shutting_down_here = nullptr;
-
-bool this_thread_shuts_down(const scheduler* self) noexcept {
-  for (const shutting_down_mark* mark = shutting_down_here; mark != nullptr; mark = mark->outer) {
-    if (mark->self == self) {
-      return true;
-    }
-  }
-  return false;
-}
-
-class shutting_down_scope {
- public:
-  explicit shutting_down_scope(const scheduler* self) noexcept : mark_{self, shutting_down_here} {
-    shutting_down_here = &mark_;
-  }
-  shutting_down_scope(const shutting_down_scope&) = delete;
-  shutting_down_scope& operator=(const shutting_down_scope&) = delete;
-  ~shutting_down_scope() { shutting_down_here = mark_.outer; }
-
- private:
-  shutting_down_mark mark_;
-};
+// The shutdowns this thread is running: a frame destroyed in step 5 or 7 may call shutdown() again on
+// one of them (a guard object; the last owner of a runtime), and that call must return, not wait for
+// the lock its own thread holds (runtimes shutting each other down nest).
+using shutting_down_mark = thread_mark<scheduler>;
 
 }  // namespace
 
@@ -76,7 +52,7 @@ void scheduler::shutdown() {
   if (local_worker() != nullptr) {
     throw std::logic_error("corio::runtime: shutdown from one of its own workers would join itself");
   }
-  if (this_thread_shuts_down(this)) {
+  if (shutting_down_mark::find(this) != nullptr) {
     return;
   }
   std::lock_guard guard(shutdown_mutex_);
@@ -84,7 +60,7 @@ void scheduler::shutdown() {
     return;
   }
   shut_down_ = true;
-  shutting_down_scope running(this);
+  shutting_down_mark running(this);
   for (root_registry& registry : registries_) {                                           // 1
     registry.close();
   }
