@@ -16,7 +16,11 @@ bool blocking_pool::submit(job work) {
     return false;
   }
   jobs_.push_back(work);
-  if (idle_ == 0 && live_ < max_threads_) {
+  if (idle_ != 0) {
+    --idle_;  // that thread is spoken for: a second job before it wakes starts another (see "Idle")
+    ++notified_;
+    work_ready_.notify_one();
+  } else if (live_ < max_threads_) {
     // Join threads that already left on keep-alive before adding another.
     std::erase_if(threads_, [this](std::thread& thread) {
       auto gone = std::find(exited_.begin(), exited_.end(), thread.get_id());
@@ -38,7 +42,7 @@ bool blocking_pool::submit(job work) {
     }
     ++live_;
   } else {
-    work_ready_.notify_one();
+    work_ready_.notify_one();  // all busy; a thread whose wake-up lost its job to a busy one waits uncounted
   }
   return true;
 }
@@ -59,7 +63,11 @@ void blocking_pool::thread_main() {
     }
     ++idle_;
     bool woke = work_ready_.wait_for(lock, keep_alive_, [this] { return stopping_ || !jobs_.empty(); });
-    --idle_;
+    if (notified_ != 0) {
+      --notified_;  // a submit already took this thread off the idle count
+    } else {
+      --idle_;
+    }
     if (!woke) {
       break;  // idle for keep_alive: leave
     }

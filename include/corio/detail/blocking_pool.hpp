@@ -7,6 +7,11 @@
 //   thread is idle; an idle thread exits after `keep_alive`. Jobs run in FIFO order.
 // A job is two words (context, function); the function is told whether to run the call or only to
 // finish it unrun (a job dropped at shutdown), so whoever owns the context can always free it.
+// Idle: `idle_` counts the waiting threads no submit has woken yet. A submit that finds one takes it
+//   off the count at once (and counts the wake-up in `notified_`), so jobs submitted before it wakes
+//   start threads of their own instead of queueing behind it; a woken thread takes its wake-up off
+//   `notified_`, one that woke by itself (its keep-alive, a spurious wake-up) itself off `idle_`.
+//   Which thread the notification woke does not matter: only the counts must add up.
 // Threads: submit() from any thread; shutdown() from the thread destroying the runtime.
 // Shutdown: 1. refuse new jobs; 2. finish the jobs not yet started without running them (their
 //   awaiters, if still alive, complete with corio::cancelled; their frames are destroyed by the
@@ -54,7 +59,8 @@ class blocking_pool {
   std::vector<std::thread> threads_;
   std::vector<std::thread::id> exited_;  // threads that left on keep-alive, to be joined
   std::size_t live_ = 0;
-  std::size_t idle_ = 0;
+  std::size_t idle_ = 0;      // waiting, not yet woken by a submit (see "Idle")
+  std::size_t notified_ = 0;  // wake-ups sent and not yet taken by a woken thread
   bool stopping_ = false;
 };
 
