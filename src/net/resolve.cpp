@@ -3,6 +3,7 @@
 #include <corio/net/resolve.hpp>
 #include <corio/runtime.hpp>
 
+#include <arpa/inet.h>
 #include <netdb.h>
 
 #include <algorithm>
@@ -68,6 +69,15 @@ task<std::vector<endpoint>> resolve(std::string host, std::uint16_t port) {
   }
   if (auto numeric = endpoint::parse(host, port)) {
     co_return std::vector<endpoint>{*numeric};
+  }
+  // glibc's getaddrinfo reads the legacy numeric forms inet_aton takes ("010.0.0.1" in octal is
+  // 8.0.0.1, "127.1" is 127.0.0.1, "80" is 0.0.0.80), which endpoint::parse refuses: an address
+  // checked with parse could then reach another one through a lookup. They are not names either.
+  if (in_addr legacy{}; ::inet_aton(host.c_str(), &legacy) != 0) {
+    throw std::system_error(std::error_code(EAI_NONAME, resolve_category()),
+                            "corio::net::resolve " + host +
+                                ": not an address in dotted-decimal form (four decimal parts without leading zeros), "
+                                "nor a name");
   }
   if (corio::detail::current_blocking_pool() == nullptr) {
     throw std::logic_error("corio::net::resolve: looking up a name needs a runtime worker (its blocking pool)");

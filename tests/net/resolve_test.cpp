@@ -95,6 +95,21 @@ TEST(resolve, a_host_holding_a_nul_character_is_rejected) {
   });
 }
 
+// The numeric forms glibc's getaddrinfo would read (octal, hexadecimal, fewer than four parts, a bare
+// number) are refused, as endpoint::parse refuses them, not looked up as some other address. The
+// check comes before the lookup, so an event loop gets this error too.
+TEST(resolve, legacy_numeric_forms_are_refused_not_read_as_another_address) {
+  corio::test::run_on_loop(corio::io_backend::automatic, []() -> corio::task<void> {
+    for (const char* host : {"010.0.0.1", "127.1", "0x7f.1", "80", "0177.0.0.1"}) {
+      EXPECT_FALSE(endpoint::parse(host, 80).has_value()) << host;
+      failure found = co_await resolve_failure(host, 80);
+      EXPECT_EQ(&found.code.category(), &corio::net::resolve_category()) << host << ": " << found.message;
+      EXPECT_NE(found.message.find("dotted-decimal"), std::string::npos) << found.message;
+    }
+    EXPECT_EQ((co_await corio::net::resolve("10.0.0.1", 80)).front(), *endpoint::parse("10.0.0.1", 80));
+  });
+}
+
 // resolve("localhost:8080", 8080) is a lookup of a name with a colon in it, which fails; the message
 // says where the port goes. A plain failed name gets no such hint.
 TEST(resolve, a_failed_host_with_a_port_says_the_port_is_a_separate_argument) {
