@@ -25,9 +25,12 @@ namespace {
 using detail::or_throw;
 using detail::socket_name;
 
-// What an operation's error_code form stores when its task was cancelled or its deadline passed.
+// What an operation's error_code form stores when its task was cancelled or its deadline passed:
+// std::make_error_code(std::errc::...), the generic category. The kernel's own ETIMEDOUT (a peer that
+// never answered a SYN, a keepalive that went unanswered) comes in the system category, and is an
+// ordinary failure: it compares equal to std::errc::timed_out all the same, so the category decides.
 bool ended_by_cancellation(const std::error_code& error) noexcept {
-  return error == std::errc::operation_canceled || error == std::errc::timed_out;
+  return error.category() == std::generic_category() && (error.value() == ECANCELED || error.value() == ETIMEDOUT);
 }
 
 }  // namespace
