@@ -122,7 +122,9 @@ void event_loop::report_unhandled(std::exception_ptr failure) noexcept { (*sink_
 // Runs in await_suspend, on the thread the coroutine is leaving: what can be refused at once.
 void event_loop::check_hop(const detail::promise_base* chain) {
   if (chain != nullptr && chain->shares_executor_ && detail::current_executor != nullptr) {
-    throw std::logic_error("corio::schedule_on: an operand of when_all/when_any cannot move to another executor alone");
+    throw std::logic_error(
+        "corio::schedule_on: a task under when_all/when_any or with_timeout cannot move to another executor alone "
+        "(its siblings, or its deadline's timer, stay on this one)");
   }
   // Counted before the check, and both seq_cst, against the destructor's close then load of the count:
   // either this hop sees the loop stopped, or the destructor waits for it. (Counted after the check, a

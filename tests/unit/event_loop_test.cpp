@@ -294,6 +294,35 @@ TEST(event_loop, schedule_on_moves_a_task_to_another_loop_thread) {
   EXPECT_EQ(after, away_id);
 }
 
+// with_timeout's timer lives in the awaiting task's executor: a task under it that hopped to another
+// one could outlive this one and disarm into its freed timer queue, or wait for a deadline a stopped
+// loop never fires (found by review). The hop is refused, as under when_all; once with_timeout has
+// returned, the task may hop again.
+TEST(event_loop, schedule_on_under_with_timeout_is_refused_and_allowed_again_after_it) {
+  corio::event_loop home;
+  corio::event_loop away;
+  std::string refused;
+  std::thread::id after;
+  auto body = [](corio::event_loop& target) -> corio::task<void> { co_await corio::schedule_on(target); };
+  auto hop = [&]() -> corio::task<void> {
+    try {
+      co_await corio::with_timeout(std::chrono::seconds(5), body(away));
+    } catch (const std::logic_error& e) {
+      refused = e.what();
+    }
+    co_await corio::schedule_on(away);
+    after = std::this_thread::get_id();
+    away.stop();
+  };
+  home.spawn(hop());
+  std::thread away_thread([&] { away.run(); });
+  const std::thread::id away_id = away_thread.get_id();
+  home.run_until_idle();
+  away_thread.join();
+  EXPECT_NE(refused.find("with_timeout"), std::string::npos) << refused;
+  EXPECT_EQ(after, away_id);
+}
+
 TEST(event_loop, schedule_on_a_stopped_loop_throws_loop_stopped) {
   corio::event_loop home;
   corio::event_loop stopped;

@@ -43,8 +43,9 @@ struct promise_base : pooled_frame {
   std::atomic<await_state> state_{await_state::running};
   /// This frame is a spawned task's own frame: it has no awaiter, its record takes the outcome.
   bool spawned_ = false;
-  /// This frame runs as (or under) one operand of when_all/when_any: its siblings run on the same
-  /// executor, so it cannot move to another one alone (schedule_on refuses).
+  /// This frame runs as (or under) one operand of when_all/when_any, whose siblings run on the same
+  /// executor, or under with_timeout, whose timer lives there: it cannot move to another one alone
+  /// (schedule_on refuses).
   bool shares_executor_ = false;
   /// The stop token of the root that started this chain of tasks (spawn, when_any, sync_wait), or
   /// null when nobody can cancel it. Borrowed: the root outlives every task it awaits.

@@ -45,6 +45,12 @@
 //     corio::timed_out; a value it produced is returned (never dropped; a stream read that
 //     completed past its deadline gives its bytes back to its stream instead and ends timed out,
 //     detail/read_stash.hpp).
+// Staying put: the timer lives in the awaiting thread's executor, which must outlive it (its disarm
+//   touches that executor's timer queue). So for the duration of the await the chain is marked as
+//   sharing its executor (promise_base::shares_executor_, inherited by task operands), and a
+//   schedule_on inside the operand is refused with std::logic_error, as it is inside when_all: moved
+//   to another executor, the task could outlive this one and disarm into freed memory, and a stopped
+//   executor would never fire the deadline. await_resume restores the chain's own mark.
 // A frame destroyed while suspended here (shutdown): the destructor disarms (waiting for a callback in
 //   flight), then the operand's awaiter, the forwarding callback and the source go, in that order.
 // Memory order: the stop state and the timer entry carry their own (stop_state.hpp,
@@ -96,6 +102,8 @@ class timeout_awaiter : private timer {
     promise_base& chain = self.promise();
     chain_ = &chain;
     outer_ = chain.stop_;
+    outer_shares_executor_ = chain.shares_executor_;
+    chain.shares_executor_ = true;  // see "Staying put"
     if constexpr (!cancels_itself) {
       stop_.follow(outer_);
     }
@@ -176,6 +184,7 @@ class timeout_awaiter : private timer {
   // returned (false: the deadline fired).
   bool undo() noexcept {
     chain_->stop_ = outer_;
+    chain_->shares_executor_ = outer_shares_executor_;
     chain_ = nullptr;
     bool disarmed = !armed() || disarm();
     stop_.forward.reset();
@@ -185,6 +194,7 @@ class timeout_awaiter : private timer {
   operand_stop stop_;  // the operand's token and its forwarding; destroyed last, after the operand's awaiter
   promise_base* chain_ = nullptr;
   stop_state* outer_ = nullptr;
+  bool outer_shares_executor_ = false;
   Awaitable operand_;
   std::optional<inner> inner_;
 };
