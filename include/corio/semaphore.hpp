@@ -8,6 +8,7 @@
 //   barge past waiters. A waiter granted a permit that then loses (its task was cancelled before it
 //   resumed, or its frame is destroyed by a shutdown) releases it again, so permits are conserved.
 // Threads: every member is thread-safe.
+#include <concepts>
 #include <cstddef>
 #include <limits>
 #include <mutex>
@@ -84,6 +85,10 @@ class semaphore {
  public:
   /// Starts with `initial` permits.
   explicit semaphore(std::size_t initial) noexcept : available_(initial) {}
+  /// A signed count: throws std::invalid_argument if it is negative (which would otherwise convert
+  /// to a huge number of permits).
+  template <std::signed_integral Count>
+  explicit semaphore(Count initial) : semaphore(non_negative(initial, "corio::semaphore: a negative number of permits")) {}
   semaphore(const semaphore&) = delete;
   semaphore& operator=(const semaphore&) = delete;
 
@@ -100,6 +105,12 @@ class semaphore {
   bool try_acquire() noexcept {
     std::lock_guard guard(waiters_.mutex());
     return take(this);
+  }
+
+  /// release(n) for a signed `n`: throws std::invalid_argument (releasing nothing) if it is negative.
+  template <std::signed_integral Count>
+  void release(Count n) {
+    release(non_negative(n, "corio::semaphore::release: a negative number of permits"));
   }
 
   /// Returns `n` permits: each goes to the oldest waiter, if any, else into the pool. Throws
@@ -125,6 +136,13 @@ class semaphore {
  private:
   friend class semaphore_permit;
 
+  template <std::signed_integral Count>
+  static std::size_t non_negative(Count count, const char* what) {
+    if (count < 0) {
+      throw std::invalid_argument(what);
+    }
+    return static_cast<std::size_t>(count);
+  }
   static bool take(void* self) noexcept {
     auto& sem = *static_cast<semaphore*>(self);
     if (sem.available_ == 0) {

@@ -139,6 +139,17 @@ TEST(semaphore, release_past_the_maximum_throws_overflow_error) {
   EXPECT_EQ(sem.available(), std::numeric_limits<std::size_t>::max());
 }
 
+// A negative count is refused, not converted to SIZE_MAX permits (found by review).
+TEST(semaphore, a_negative_count_or_release_throws_invalid_argument) {
+  EXPECT_THROW({ corio::semaphore negative(-1); }, std::invalid_argument);
+  corio::semaphore sem(2);
+  EXPECT_EQ(sem.available(), 2u);
+  EXPECT_THROW(sem.release(-1), std::invalid_argument);
+  EXPECT_EQ(sem.available(), 2u);
+  sem.release(3);
+  EXPECT_EQ(sem.available(), 5u);
+}
+
 TEST(semaphore, at_most_initial_holders_across_loops_on_several_threads) {
   constexpr int loops = 3;
   constexpr int tasks_per_loop = 4;
