@@ -378,7 +378,8 @@ class receiver : public detail::channel_handle<T, false> {
   /// was told the channel is closed and drained, nothing may appear in it again, so a cancelled recv
   /// returns such a value, and a when_any that picked another operand destroys it. To bound the
   /// wait, `corio::select(rx.recv(), corio::after(d))` or `corio::with_timeout(d, rx.recv())`
-  /// (which returns a value that arrived in the same instant as the deadline).
+  /// (which throws corio::timed_out having taken nothing: a value handed over as the deadline fired
+  /// goes back to the channel, as for any cancellation).
   [[nodiscard]] recv_operation<T> recv() { return recv_operation<T>(detail::checked(state_, "receiver::recv")); }
 
   /// Never suspends: ok with the value, empty, or closed (closed and drained).

@@ -33,8 +33,10 @@ namespace corio {
 
 /// A condition variable for coroutines holding an async_mutex. `co_await cv.wait(guard)` unlocks the
 /// guard's mutex and suspends until notified, then re-locks it (waiting in the mutex's FIFO) before
-/// returning. Unlike std::condition_variable there are no spurious wake-ups, but another task may
-/// have changed the state between notify and re-lock, so wait with a predicate. A waiter resumes on
+/// returning. A wait ends only for a notify, but not always its own: a waiter that notify_all()
+/// granted and that is cancelled before it resumes passes its wake-up to the oldest waiter, which may
+/// have started waiting after that notify_all(). Another task may also have changed the state between
+/// notify and re-lock, so wait with a predicate. A waiter resumes on
 /// the executor it suspended on. If the awaiting task is cancelled while it waits, wait() re-locks
 /// the mutex and throws corio::cancelled: the guard owns the lock either way. wait() throws
 /// std::logic_error if the guard does not hold a locked mutex. Every member is thread-safe.

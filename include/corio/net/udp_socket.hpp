@@ -74,7 +74,8 @@ class recv_from_awaiter : public message_awaiter {
 /// one socket at once (on any workers): each datagram goes to exactly one of them, as with Go's
 /// PacketConn. Cancel them before closing or destroying the socket (moving it while one waits is a
 /// misuse); a receive closed under, on any thread, still ends with std::errc::operation_canceled
-/// (README, Limitations).
+/// (README, Limitations). Unlike a stream's reads, recv_from is not cancel-safe: one cancelled (a lost
+/// when_any, a deadline) just as its datagram arrived drops that datagram.
 ///
 ///     auto socket = corio::net::udp_socket::bind(corio::net::endpoint::loopback_v4(0));
 ///     co_await socket.send_to(std::as_bytes(std::span("hi", 2)), peer);
