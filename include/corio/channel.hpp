@@ -253,12 +253,16 @@ class recv_operation {
 };
 
 /// `co_await tx.send(v)`, or a branch of corio::select. It refers to the caller's value (see the note
-/// at the top): await it in the full-expression that made it.
+/// at the top): await it in the full-expression that made it. It is awaited once: a second
+/// `co_await` of the same operation (which would send a moved-from value) throws invalid_channel.
 template <class T>
 class send_operation {
  public:
-  detail::send_awaiter<T> operator co_await() && noexcept {
-    return detail::send_awaiter<T>(*state_, source_, std::move(copy_));
+  detail::send_awaiter<T> operator co_await() && {
+    if (state_ == nullptr) {
+      throw invalid_channel("corio::sender::send: this send operation was awaited already; make one per send");
+    }
+    return detail::send_awaiter<T>(*std::exchange(state_, nullptr), source_, std::move(copy_));
   }
   detail::channel_state<T>& state() const noexcept { return *state_; }
   /// For select: the value to send (the caller's, or this operation's copy), and the copy.

@@ -207,10 +207,18 @@ template <bool Biased, class... Branches>
 class select_operation {
  public:
   explicit select_operation(Branches... branches) : branches_(std::move(branches)...) {}
-  select_awaiter<Biased, Branches...> operator co_await() && { return select_awaiter<Biased, Branches...>(branches_); }
+  /// Once: a second `co_await` of the same select (whose send branches' values have gone) throws
+  /// corio::invalid_channel.
+  select_awaiter<Biased, Branches...> operator co_await() && {
+    if (std::exchange(awaited_, true)) {
+      throw invalid_channel("corio::select: this select was awaited already; make one per wait");
+    }
+    return select_awaiter<Biased, Branches...>(branches_);
+  }
 
  private:
   std::tuple<Branches...> branches_;
+  bool awaited_ = false;
 };
 
 template <class... Branches>

@@ -639,6 +639,23 @@ TEST(channel, moved_from_handles_throw_invalid_channel) {
   static_assert(std::is_base_of_v<std::logic_error, corio::invalid_channel>);
 }
 
+// Awaiting one send operation twice sent a moved-from value the second time (found by review): the
+// second co_await now throws invalid_channel and sends nothing, and so does a second await of one
+// select.
+TEST(channel, a_send_or_select_awaited_twice_throws_invalid_channel) {
+  run_on_loop([]() -> corio::task<void> {
+    auto [tx, rx] = corio::channel<std::string>(4);
+    std::string text = "once";
+    auto send = tx.send(std::move(text));
+    EXPECT_TRUE(co_await std::move(send));
+    EXPECT_THROW(co_await std::move(send), corio::invalid_channel);
+    auto choice = corio::select(rx.recv(), corio::otherwise());
+    (void)co_await std::move(choice);
+    EXPECT_THROW((void)co_await std::move(choice), corio::invalid_channel);
+    EXPECT_EQ(rx.try_recv().status, corio::channel_status::empty);
+  });
+}
+
 TEST(channel, blocking_calls_on_a_runtime_worker_throw_a_logic_error) {
   auto [tx, rx] = corio::channel<int>(1);
   corio::runtime rt(corio::runtime::options{.workers = 1});
