@@ -2,6 +2,8 @@
 // include/corio/detail/io_slot.hpp and include/corio/detail/io_op.hpp.
 #include <corio/detail/io_slot.hpp>
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -11,6 +13,7 @@
 #include <utility>
 
 #include <corio/detail/accept_stash.hpp>
+#include <corio/detail/datagram_stash.hpp>
 #include <corio/detail/io_source.hpp>
 #include <corio/errors.hpp>
 #include <corio/net/error.hpp>
@@ -51,6 +54,42 @@ io_op* closed_marker() noexcept {
 io_source* closed_release_marker() noexcept {
   static io_source marker;
   return &marker;
+}
+
+// A kept datagram into a receive's message, as recvmsg would place it: cut to the buffers (MSG_TRUNC),
+// the sender's address cut to the room for it, its full length in msg_namelen. Returns the bytes placed.
+std::int32_t receive_kept(msghdr& message, const datagram_stash::kept& datagram) noexcept {
+  std::size_t placed = 0;
+  for (std::size_t i = 0; i < message.msg_iovlen && placed < datagram.bytes.size(); ++i) {
+    std::size_t count = std::min(message.msg_iov[i].iov_len, datagram.bytes.size() - placed);
+    std::copy_n(datagram.bytes.data() + placed, count, static_cast<std::byte*>(message.msg_iov[i].iov_base));
+    placed += count;
+  }
+  if (message.msg_name != nullptr) {
+    std::copy_n(reinterpret_cast<const std::byte*>(&datagram.sender), std::min(message.msg_namelen, datagram.sender_length),
+                static_cast<std::byte*>(message.msg_name));
+  }
+  message.msg_namelen = datagram.sender_length;
+  message.msg_flags = datagram.truncated || placed < datagram.bytes.size() ? MSG_TRUNC : 0;
+  return static_cast<std::int32_t>(placed);
+}
+
+// What a receive that completed with `received` bytes got, kept whole for the next receive.
+datagram_stash::kept kept_from(const msghdr& message, std::size_t received) {
+  datagram_stash::kept datagram;
+  datagram.bytes.reserve(received);
+  for (std::size_t i = 0; i < message.msg_iovlen && datagram.bytes.size() < received; ++i) {
+    auto* base = static_cast<const std::byte*>(message.msg_iov[i].iov_base);
+    std::size_t count = std::min(message.msg_iov[i].iov_len, received - datagram.bytes.size());
+    datagram.bytes.insert(datagram.bytes.end(), base, base + count);
+  }
+  if (message.msg_name != nullptr) {
+    datagram.sender_length = std::min<socklen_t>(message.msg_namelen, sizeof(datagram.sender));
+    std::copy_n(static_cast<const std::byte*>(message.msg_name), datagram.sender_length,
+                reinterpret_cast<std::byte*>(&datagram.sender));
+  }
+  datagram.truncated = (message.msg_flags & MSG_TRUNC) != 0;
+  return datagram;
 }
 
 }  // namespace
@@ -393,6 +432,12 @@ bool io_awaiter::start(std::coroutine_handle<> self, stop_state* stop) {
     op_.result = into.empty() ? 0 : static_cast<std::int32_t>(stash_->take(into));
     return yield_if_budget_spent(self);
   }
+  if (op_.kind == io_kind::recvmsg && op_.fd >= 0 && datagrams_ != nullptr && !datagrams_->empty()) {
+    if (std::optional<datagram_stash::kept> kept = datagrams_->take()) {
+      op_.result = receive_kept(*static_cast<msghdr*>(op_.buffer), *kept);  // a datagram a cancelled receive took
+      return yield_if_budget_spent(self);
+    }
+  }
   if (int kept = accept_waiter_ != nullptr ? accept_waiter_->stash->take() : -1; kept >= 0) {
     op_.result = kept;  // a connection an accept took for a cancelled task comes first
     return yield_if_budget_spent(self);
@@ -438,7 +483,7 @@ bool io_awaiter::deadline_cancelled() const noexcept {
 
 bool io_awaiter::deadline_expired() const noexcept {
   // As check() will see it: an op that failed, or a stream read whose data goes back to its stash.
-  bool ends_cancelled = op_.result < 0 || (stash_ != nullptr && op_.result > 0);
+  bool ends_cancelled = op_.result < 0 || (stash_ != nullptr && op_.result > 0) || datagrams_ != nullptr;
   bool stopped = stop_ != nullptr && stop_->stop_requested();
   return ends_cancelled && !stopped && deadline_cancelled();
 }
@@ -491,6 +536,12 @@ bool io_awaiter::check() {
     // A read that completed with data for a task being cancelled (or past its deadline): the stream
     // keeps the bytes for its next read, and this one ends cancelled (read_stash.hpp).
     stash_->keep_front({static_cast<const std::byte*>(op_.buffer), static_cast<std::size_t>(op_.result)});
+    op_.result = -ECANCELED;
+  }
+  if (op_.result >= 0 && datagrams_ != nullptr && cancellation_requested()) {
+    // A datagram received for a task being cancelled (or past its deadline): the socket keeps it for
+    // its next receive, and this one ends cancelled (datagram_stash.hpp).
+    datagrams_->keep(kept_from(*static_cast<const msghdr*>(op_.buffer), static_cast<std::size_t>(op_.result)));
     op_.result = -ECANCELED;
   }
   if (accept_waiter_ != nullptr) {

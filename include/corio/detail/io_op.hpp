@@ -100,6 +100,7 @@
 namespace corio::detail {
 
 class accept_stash;
+class datagram_stash;
 struct accept_waiter;
 class io_slot;
 struct io_source;
@@ -192,7 +193,7 @@ class io_awaiter {
   io_awaiter(const char* what, std::error_code* error) noexcept : what_(what), error_(error) {}
   /// Only before it is awaited (when_any and with_timeout take operations by value).
   io_awaiter(io_awaiter&& other) noexcept
-      : what_(other.what_), error_(other.error_), stash_(other.stash_) {
+      : what_(other.what_), error_(other.error_), stash_(other.stash_), datagrams_(other.datagrams_) {
     static_cast<io_request&>(op_) = other.op_;
   }
   io_awaiter& operator=(io_awaiter&&) = delete;
@@ -267,6 +268,9 @@ class io_awaiter {
 
   /// A stream read: bytes it completes with while being cancelled go to `stash`.
   void keep_when_cancelled(read_stash* stash) noexcept { stash_ = stash; }
+  /// A UDP receive: a datagram it completes with while being cancelled goes to `stash`, whole with its
+  /// sender, and the next receive takes it from there (datagram_stash.hpp).
+  void keep_when_cancelled(datagram_stash* stash) noexcept { datagrams_ = stash; }
   /// A listener's accept (from await_suspend, where the awaiter stays put): takes a connection kept in
   /// `stash` first, is woken for one kept while it waits (listed through `waiter`), and leaves there
   /// the one it completes with while its task is being cancelled.
@@ -298,6 +302,7 @@ class io_awaiter {
   stop_state* stop_ = nullptr;
   bool deadline_cancel_ = false;  // cancel_for_deadline ran (written before the timer's disarm returns)
   read_stash* stash_ = nullptr;   // a stream read's: where check() keeps bytes that arrived for a cancelled read
+  datagram_stash* datagrams_ = nullptr;  // a UDP receive's: where check() keeps a datagram that arrived for it
   accept_waiter* accept_waiter_ = nullptr;  // an awaited accept's entry in its listener's stash (set when it starts)
   std::optional<stop_callback<on_stop>> stop_callback_;
 };

@@ -8,6 +8,7 @@
 #include <span>
 #include <system_error>
 
+#include <corio/detail/datagram_stash.hpp>
 #include <corio/detail/socket.hpp>
 #include <corio/net/endpoint.hpp>
 
@@ -63,7 +64,11 @@ class send_to_awaiter : public message_awaiter {
 
 class recv_from_awaiter : public message_awaiter {
  public:
-  using message_awaiter::message_awaiter;
+  recv_from_awaiter(corio::detail::socket_id socket, std::span<std::byte> buffer, corio::detail::datagram_stash* kept,
+                    const char* what, std::error_code* error) noexcept
+      : message_awaiter(corio::detail::io_kind::recvmsg, socket, buffer.data(), buffer.size(), nullptr, what, error) {
+    keep_when_cancelled(kept);
+  }
   datagram await_resume();
 };
 
@@ -74,8 +79,9 @@ class recv_from_awaiter : public message_awaiter {
 /// one socket at once (on any workers): each datagram goes to exactly one of them, as with Go's
 /// PacketConn. Cancel them before closing or destroying the socket (moving it while one waits is a
 /// misuse); a receive closed under, on any thread, still ends with std::errc::operation_canceled
-/// (README, Limitations). Unlike a stream's reads, recv_from is not cancel-safe: one cancelled (a lost
-/// when_any, a deadline) just as its datagram arrived drops that datagram.
+/// (README, Limitations). recv_from is cancel-safe, as a stream's reads are: a receive cancelled (a
+/// lost when_any, a deadline) just as its datagram arrived leaves it with the socket, whose next
+/// receive returns it first (one already waiting in the kernel is not woken for it).
 ///
 ///     auto socket = corio::net::udp_socket::bind(corio::net::endpoint::loopback_v4(0));
 ///     co_await socket.send_to(std::as_bytes(std::span("hi", 2)), peer);
@@ -101,22 +107,26 @@ class udp_socket {
   /// Receives one datagram into `buffer`. The rest of a longer one is dropped, as recvfrom does, and
   /// the datagram it yields says so with `truncated`; that is not an error.
   detail::recv_from_awaiter recv_from(std::span<std::byte> buffer) noexcept {
-    return {corio::detail::io_kind::recvmsg, socket_.id(), buffer.data(), buffer.size(), nullptr, recv_from_name, nullptr};
+    return {socket_.id(), buffer, &kept_, recv_from_name, nullptr};
   }
   detail::recv_from_awaiter recv_from(std::span<std::byte> buffer, std::error_code& error) noexcept {
-    return {corio::detail::io_kind::recvmsg, socket_.id(), buffer.data(), buffer.size(), nullptr, recv_from_name, &error};
+    return {socket_.id(), buffer, &kept_, recv_from_name, &error};
   }
 
   endpoint local_endpoint() const;
   endpoint local_endpoint(std::error_code& error) const noexcept;
   bool is_open() const noexcept { return socket_.is_open(); }
   int native_handle() const noexcept { return socket_.get(); }
-  void close() noexcept { socket_.reset(); }
+  void close() noexcept {
+    socket_.reset();
+    kept_ = {};
+  }
 
  private:
   static constexpr const char* send_to_name = "corio::net::udp_socket::send_to";
   static constexpr const char* recv_from_name = "corio::net::udp_socket::recv_from";
   corio::detail::socket_fd socket_;
+  corio::detail::datagram_stash kept_;  // datagrams received for cancelled receives, for the next ones
 };
 
 }  // namespace corio::net

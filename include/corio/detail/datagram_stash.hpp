@@ -1,0 +1,87 @@
+#pragma once
+// Datagrams a UDP socket's receives took from the kernel for tasks that were being cancelled: the
+// socket keeps them, and its next recv_from returns one before it asks the kernel. That makes
+// recv_from cancel-safe, as a stream's reads are (read_stash.hpp): a receive that ends cancelled or
+// timed out consumed nothing.
+//
+// Design note.
+// Why: a completion-based receive (io_uring) can complete with a datagram after its task was asked
+//   to stop, or in the same reap as the when_any branch that beat it. The datagram is in user memory
+//   by then and cannot go back into the socket; dropped, it was lost to every other receiver.
+// Who: io_awaiter::check() keeps the datagram of a receive that completed while a stop or its
+//   deadline was requested (its bytes as received, its sender, whether it was cut), and reports the
+//   cancellation or timeout instead. io_awaiter::start() serves a receive from here, oldest first,
+//   without a system call, cutting a kept datagram to the new buffer as recvmsg would (and saying so
+//   with MSG_TRUNC).
+// Threads: several tasks may receive on one socket at once, on any workers, so the list is guarded by
+//   a mutex; `count_` lets a receive see an empty stash without taking it (relaxed: a datagram kept
+//   by another thread just as a receive starts may wait for the next receive, as a datagram arriving
+//   just after a receive went to the kernel waits for the next one).
+// Limits: a receive already waiting in the kernel is not woken for a kept datagram; the socket's next
+//   receive takes it. Moving the stash (with its socket) is done with no receive in flight, as for
+//   every socket move.
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace corio::detail {
+
+class datagram_stash {
+ public:
+  struct kept {
+    std::vector<std::byte> bytes;
+    sockaddr_storage sender{};
+    socklen_t sender_length = 0;
+    bool truncated = false;  // the kernel had already cut it
+  };
+
+  datagram_stash() noexcept = default;
+  datagram_stash(datagram_stash&& other) noexcept
+      : kept_(std::move(other.kept_)), count_(other.count_.exchange(0, std::memory_order_relaxed)) {}
+  datagram_stash& operator=(datagram_stash&& other) noexcept {
+    if (this != &other) {
+      kept_ = std::move(other.kept_);
+      other.kept_.clear();
+      count_.store(other.count_.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);
+    }
+    return *this;
+  }
+  datagram_stash(const datagram_stash&) = delete;
+  datagram_stash& operator=(const datagram_stash&) = delete;
+  ~datagram_stash() = default;
+
+  bool empty() const noexcept { return count_.load(std::memory_order_relaxed) == 0; }
+
+  /// The oldest kept datagram, or nothing.
+  std::optional<kept> take() {
+    std::lock_guard guard(mutex_);
+    if (kept_.empty()) {
+      return std::nullopt;
+    }
+    kept oldest = std::move(kept_.front());
+    kept_.erase(kept_.begin());
+    count_.store(kept_.size(), std::memory_order_relaxed);
+    return oldest;
+  }
+
+  /// Keeps a datagram after those kept already. Throws std::bad_alloc.
+  void keep(kept datagram) {
+    std::lock_guard guard(mutex_);
+    kept_.push_back(std::move(datagram));
+    count_.store(kept_.size(), std::memory_order_relaxed);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<kept> kept_;
+  std::atomic<std::size_t> count_{0};
+};
+
+}  // namespace corio::detail
