@@ -258,6 +258,11 @@ class recv_operation {
 template <class T>
 class send_operation {
  public:
+  /// The moved-from operation counts as awaited: it holds the value no more.
+  send_operation(send_operation&& other) noexcept
+      : state_(std::exchange(other.state_, nullptr)), source_(other.source_), copy_(std::move(other.copy_)) {}
+  send_operation& operator=(send_operation&&) = delete;
+
   detail::send_awaiter<T> operator co_await() && {
     if (state_ == nullptr) {
       throw invalid_channel("corio::sender::send: this send operation was awaited already; make one per send");

@@ -225,7 +225,8 @@ class event_loop final : private detail::executor {
 /// touches it, and destroying `loop` destroys it (its joiner sees corio::cancelled). A chain that no
 /// executor owns (sync_wait on a plain thread) must not outlive `loop`. Throws corio::loop_stopped if
 /// `loop` is stopped (the coroutine then stays where it was), and std::logic_error inside an operand
-/// of when_all/when_any (operands share their parent's executor and cannot move alone).
+/// of when_all/when_any (operands share their parent's executor and cannot move alone) or inside
+/// with_timeout (its timer lives on the awaiting executor).
 [[nodiscard]] inline detail::schedule_on_awaiter schedule_on(event_loop& loop) noexcept {
   return detail::schedule_on_awaiter{loop};
 }

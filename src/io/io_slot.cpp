@@ -435,6 +435,7 @@ bool io_awaiter::start(std::coroutine_handle<> self, stop_state* stop) {
   if (op_.kind == io_kind::recvmsg && op_.fd >= 0 && datagrams_ != nullptr && !datagrams_->empty()) {
     if (std::optional<datagram_stash::kept> kept = datagrams_->take()) {
       op_.result = receive_kept(*static_cast<msghdr*>(op_.buffer), *kept);  // a datagram a cancelled receive took
+      served_kept_ = true;
       return yield_if_budget_spent(self);
     }
   }
@@ -482,7 +483,8 @@ bool io_awaiter::deadline_cancelled() const noexcept {
 }
 
 bool io_awaiter::deadline_expired() const noexcept {
-  // As check() will see it: an op that failed, or a stream read whose data goes back to its stash.
+  // As check() will see it: an op that failed, or a stream read or UDP receive whose data goes back
+  // to its stash.
   bool ends_cancelled = op_.result < 0 || (stash_ != nullptr && op_.result > 0) || datagrams_ != nullptr;
   bool stopped = stop_ != nullptr && stop_->stop_requested();
   return ends_cancelled && !stopped && deadline_cancelled();
@@ -541,7 +543,8 @@ bool io_awaiter::check() {
   if (op_.result >= 0 && datagrams_ != nullptr && cancellation_requested()) {
     // A datagram received for a task being cancelled (or past its deadline): the socket keeps it for
     // its next receive, and this one ends cancelled (datagram_stash.hpp).
-    datagrams_->keep(kept_from(*static_cast<const msghdr*>(op_.buffer), static_cast<std::size_t>(op_.result)));
+    datagrams_->keep(kept_from(*static_cast<const msghdr*>(op_.buffer), static_cast<std::size_t>(op_.result)),
+                     served_kept_);
     op_.result = -ECANCELED;
   }
   if (accept_waiter_ != nullptr) {

@@ -199,6 +199,34 @@ TYPED_TEST(udp, the_receive_that_loses_a_when_any_leaves_its_datagram_on_two_wor
   EXPECT_EQ(rounds, 200);
 }
 
+// Two receives racing in when_any with a datagram waiting for each: the loser's datagram (kept for
+// its socket on io_uring, still in the kernel on epoll) is what the socket's next receive gets, cut
+// to its smaller buffer and reported truncated, with its sender; then nothing is left.
+TYPED_TEST(udp, a_datagram_a_lost_receive_left_is_cut_to_the_next_receives_buffer) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto a_sender = udp_socket::bind(endpoint::loopback_v4(0));
+    auto b_sender = udp_socket::bind(endpoint::loopback_v4(0));
+    auto a = udp_socket::bind(endpoint::loopback_v4(0));
+    auto b = udp_socket::bind(endpoint::loopback_v4(0));
+    co_await a_sender.send_to(bytes("abcdef"), a.local_endpoint());
+    co_await b_sender.send_to(bytes("abcdef"), b.local_endpoint());
+    std::byte a_buffer[16];
+    std::byte b_buffer[16];
+    auto a_receive = a.recv_from(a_buffer);
+    auto b_receive = b.recv_from(b_buffer);
+    auto first = co_await corio::when_any(std::move(a_receive), std::move(b_receive));
+    udp_socket& loser = first.index() == 0 ? b : a;
+    const endpoint loser_sender = (first.index() == 0 ? b_sender : a_sender).local_endpoint();
+    std::byte small[2];
+    corio::net::datagram got = co_await loser.recv_from(small);
+    EXPECT_EQ(got.size, 2u);
+    EXPECT_TRUE(got.truncated);
+    EXPECT_EQ(text(std::span<const std::byte>(small, got.size)), "ab");
+    EXPECT_EQ(got.from, loser_sender);
+    EXPECT_THROW(co_await corio::with_timeout(20ms, loser.recv_from(small)), corio::timed_out);
+  });
+}
+
 TEST(udp_bind, a_port_in_use_is_refused_with_the_address_in_the_message) {
   auto first = udp_socket::bind(endpoint::loopback_v4(0));
   const endpoint taken = first.local_endpoint();

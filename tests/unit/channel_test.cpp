@@ -640,8 +640,8 @@ TEST(channel, moved_from_handles_throw_invalid_channel) {
 }
 
 // Awaiting one send operation twice sent a moved-from value the second time (found by review): the
-// second co_await now throws invalid_channel and sends nothing, and so does a second await of one
-// select.
+// second co_await now throws invalid_channel and sends nothing, as does awaiting a moved-from
+// operation, and a second await of one select.
 TEST(channel, a_send_or_select_awaited_twice_throws_invalid_channel) {
   run_on_loop([]() -> corio::task<void> {
     auto [tx, rx] = corio::channel<std::string>(4);
@@ -649,6 +649,13 @@ TEST(channel, a_send_or_select_awaited_twice_throws_invalid_channel) {
     auto send = tx.send(std::move(text));
     EXPECT_TRUE(co_await std::move(send));
     EXPECT_THROW(co_await std::move(send), corio::invalid_channel);
+    EXPECT_EQ(rx.try_recv().value, "once");
+    std::string second = "twice";
+    auto original = tx.send(std::move(second));
+    auto moved = std::move(original);  // the moved-from operation holds the value no more
+    EXPECT_THROW(co_await std::move(original), corio::invalid_channel);
+    EXPECT_TRUE(co_await std::move(moved));
+    EXPECT_EQ(rx.try_recv().value, "twice");
     auto choice = corio::select(rx.recv(), corio::otherwise());
     (void)co_await std::move(choice);
     EXPECT_THROW((void)co_await std::move(choice), corio::invalid_channel);

@@ -4,7 +4,8 @@
 //
 // Design note.
 // Invariants: at most `max_threads` threads exist; a thread is started only when a job arrives and no
-//   thread is idle; an idle thread exits after `keep_alive`. Jobs run in FIFO order.
+//   thread is idle and unclaimed (see "Idle"); an idle thread exits after `keep_alive`. Jobs run in
+//   FIFO order.
 // A job is two words (context, function); the function is told whether to run the call or only to
 // finish it unrun (a job dropped at shutdown), so whoever owns the context can always free it.
 // Idle: `idle_` counts the waiting threads no submit has woken yet. A submit that finds one takes it

@@ -17,9 +17,12 @@
 //   a mutex; `count_` lets a receive see an empty stash without taking it (relaxed: a datagram kept
 //   by another thread just as a receive starts may wait for the next receive, as a datagram arriving
 //   just after a receive went to the kernel waits for the next one).
+// Served, then cancelled: a receive served from here may still end cancelled (a stop requested before
+//   it resumes, after the budget's yield); its datagram then goes back to the front, as it was served,
+//   so the order holds, but cut to that receive's buffer if it was longer.
 // Limits: a receive already waiting in the kernel is not woken for a kept datagram; the socket's next
 //   receive takes it. Moving the stash (with its socket) is done with no receive in flight, as for
-//   every socket move.
+//   every socket move; closing the socket clears it under the mutex.
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -71,11 +74,21 @@ class datagram_stash {
     return oldest;
   }
 
-  /// Keeps a datagram after those kept already. Throws std::bad_alloc.
-  void keep(kept datagram) {
+  /// Keeps a datagram: after those kept already, or before them (`oldest`: it was taken from here).
+  /// Throws std::bad_alloc.
+  void keep(kept datagram, bool oldest) {
     std::lock_guard guard(mutex_);
-    kept_.push_back(std::move(datagram));
+    kept_.insert(oldest ? kept_.begin() : kept_.end(), std::move(datagram));
     count_.store(kept_.size(), std::memory_order_relaxed);
+  }
+
+  /// The socket closes: drops what it kept. Thread-safe, like the rest (a receive on another
+  /// thread may be taking or keeping one meanwhile).
+  void clear() noexcept {
+    std::vector<kept> dropped;
+    std::lock_guard guard(mutex_);
+    dropped.swap(kept_);
+    count_.store(0, std::memory_order_relaxed);
   }
 
  private:

@@ -262,7 +262,8 @@ class io_awaiter {
   /// corio::cancelled (the task was cancelled, or a deadline it took expired) or std::system_error
   /// naming the operation, or, in the error_code form, stores the error and returns false. A stream
   /// read given a stash (keep_when_cancelled) that completed with data while a stop or its deadline
-  /// was requested keeps the data there and counts as cancelled (read_stash.hpp); so does an accept
+  /// was requested keeps the data there and counts as cancelled (read_stash.hpp); so does a UDP
+  /// receive with its datagram (datagram_stash.hpp), and an accept
   /// that completed with a connection while its task's stop was requested (accept_stash.hpp).
   bool check();
 
@@ -301,6 +302,7 @@ class io_awaiter {
   std::error_code* error_;
   stop_state* stop_ = nullptr;
   bool deadline_cancel_ = false;  // cancel_for_deadline ran (written before the timer's disarm returns)
+  bool served_kept_ = false;      // a UDP receive served from its socket's datagram stash
   read_stash* stash_ = nullptr;   // a stream read's: where check() keeps bytes that arrived for a cancelled read
   datagram_stash* datagrams_ = nullptr;  // a UDP receive's: where check() keeps a datagram that arrived for it
   accept_waiter* accept_waiter_ = nullptr;  // an awaited accept's entry in its listener's stash (set when it starts)

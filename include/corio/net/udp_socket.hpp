@@ -119,7 +119,7 @@ class udp_socket {
   int native_handle() const noexcept { return socket_.get(); }
   void close() noexcept {
     socket_.reset();
-    kept_ = {};
+    kept_.clear();
   }
 
  private:
