@@ -648,12 +648,12 @@ TEST(channel, a_send_or_select_awaited_twice_throws_invalid_channel) {
     std::string text = "once";
     auto send = tx.send(std::move(text));
     EXPECT_TRUE(co_await std::move(send));
-    EXPECT_THROW(co_await std::move(send), corio::invalid_channel);
+    EXPECT_THROW((void)co_await std::move(send), corio::invalid_channel);
     EXPECT_EQ(rx.try_recv().value, "once");
     std::string second = "twice";
     auto original = tx.send(std::move(second));
     auto moved = std::move(original);  // the moved-from operation holds the value no more
-    EXPECT_THROW(co_await std::move(original), corio::invalid_channel);
+    EXPECT_THROW((void)co_await std::move(original), corio::invalid_channel);
     EXPECT_TRUE(co_await std::move(moved));
     EXPECT_EQ(rx.try_recv().value, "twice");
     auto choice = corio::select(rx.recv(), corio::otherwise());
