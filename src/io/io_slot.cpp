@@ -477,9 +477,15 @@ bool io_awaiter::deadline_cancelled() const noexcept {
   if (!op_.link_deadline) {
     return false;
   }
-  // The clock link_deadline() took the deadline from (steady_clock, the linked timeout's CLOCK_MONOTONIC).
-  auto deadline = std::chrono::seconds(op_.deadline.tv_sec) + std::chrono::nanoseconds(op_.deadline.tv_nsec);
-  return std::chrono::steady_clock::now().time_since_epoch() >= deadline;
+  if (linked_deadline_reading_ == 0) {
+    // One reading of the clock for the awaiter's life: with_timeout's question (deadline_expired) and
+    // check() must agree, or a deadline passing between two readings turned a timeout into a plain
+    // cancellation. The clock link_deadline() took the deadline from (steady_clock, the linked
+    // timeout's CLOCK_MONOTONIC).
+    auto deadline = std::chrono::seconds(op_.deadline.tv_sec) + std::chrono::nanoseconds(op_.deadline.tv_nsec);
+    linked_deadline_reading_ = std::chrono::steady_clock::now().time_since_epoch() >= deadline ? 2 : 1;
+  }
+  return linked_deadline_reading_ == 2;
 }
 
 bool io_awaiter::deadline_expired() const noexcept {

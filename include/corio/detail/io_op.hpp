@@ -303,6 +303,9 @@ class io_awaiter {
   stop_state* stop_ = nullptr;
   bool deadline_cancel_ = false;  // cancel_for_deadline ran (written before the timer's disarm returns)
   bool served_kept_ = false;      // a UDP receive served from its socket's datagram stash
+  /// deadline_cancelled()'s one reading of the clock against a linked deadline, after resumption:
+  /// 0 not read yet, 1 before the deadline, 2 at or past it.
+  mutable std::uint8_t linked_deadline_reading_ = 0;
   read_stash* stash_ = nullptr;   // a stream read's: where check() keeps bytes that arrived for a cancelled read
   datagram_stash* datagrams_ = nullptr;  // a UDP receive's: where check() keeps a datagram that arrived for it
   accept_waiter* accept_waiter_ = nullptr;  // an awaited accept's entry in its listener's stash (set when it starts)
