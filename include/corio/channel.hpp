@@ -270,6 +270,8 @@ class send_operation {
     return detail::send_awaiter<T>(*std::exchange(state_, nullptr), source_, std::move(copy_));
   }
   detail::channel_state<T>& state() const noexcept { return *state_; }
+  /// Awaited, or moved from, already: it holds no value to send (select refuses it).
+  bool spent() const noexcept { return state_ == nullptr; }
   /// For select: the value to send (the caller's, or this operation's copy), and the copy.
   T* source() noexcept { return source_; }
   std::optional<T>& copy() noexcept { return copy_; }

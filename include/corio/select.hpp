@@ -109,6 +109,21 @@ struct select_branch<only_if_branch<Branch>> : select_branch<Branch> {
 template <class Branch>
 concept select_branch_kind = requires { typename select_branch<Branch>::result_type; };
 
+// A send branch whose operation was awaited or moved from already holds no value: refused when the
+// select is made, before any branch is polled.
+template <class Branch>
+void require_unspent(const Branch&) noexcept {}
+template <class T>
+void require_unspent(const send_operation<T>& operation) {
+  if (operation.spent()) {
+    throw invalid_channel("corio::select: a send branch whose operation was awaited or moved from already");
+  }
+}
+template <class Branch>
+void require_unspent(const only_if_branch<Branch>& conditional) {
+  require_unspent(conditional.branch);
+}
+
 template <class Branch>
 inline constexpr bool is_channel_operation = false;
 template <class T>
@@ -206,7 +221,7 @@ class select_awaiter {
 template <bool Biased, class... Branches>
 class select_operation {
  public:
-  explicit select_operation(Branches... branches) : branches_(std::move(branches)...) {}
+  explicit select_operation(Branches... branches) : branches_((require_unspent(branches), std::move(branches))...) {}
   /// Once: a second `co_await` of the same select (whose send branches' values have gone) throws
   /// corio::invalid_channel.
   select_awaiter<Biased, Branches...> operator co_await() && {

@@ -432,7 +432,8 @@ bool io_awaiter::start(std::coroutine_handle<> self, stop_state* stop) {
     op_.result = into.empty() ? 0 : static_cast<std::int32_t>(stash_->take(into));
     return yield_if_budget_spent(self);
   }
-  if (op_.kind == io_kind::recvmsg && op_.fd >= 0 && datagrams_ != nullptr && !datagrams_->empty()) {
+  if (op_.kind == io_kind::recvmsg && op_.fd >= 0 && datagrams_ != nullptr && !datagrams_->empty() &&
+      !closed_since_opened(op_)) {  // a receive made before its socket's close gets no kept datagram
     if (std::optional<datagram_stash::kept> kept = datagrams_->take()) {
       op_.result = receive_kept(*static_cast<msghdr*>(op_.buffer), *kept);  // a datagram a cancelled receive took
       served_kept_ = true;

@@ -641,7 +641,7 @@ TEST(channel, moved_from_handles_throw_invalid_channel) {
 
 // Awaiting one send operation twice sent a moved-from value the second time (found by review): the
 // second co_await now throws invalid_channel and sends nothing, as does awaiting a moved-from
-// operation, and a second await of one select.
+// operation, a second await of one select, and a select given such an operation.
 TEST(channel, a_send_or_select_awaited_twice_throws_invalid_channel) {
   run_on_loop([]() -> corio::task<void> {
     auto [tx, rx] = corio::channel<std::string>(4);
@@ -660,6 +660,12 @@ TEST(channel, a_send_or_select_awaited_twice_throws_invalid_channel) {
     (void)co_await std::move(choice);
     EXPECT_THROW((void)co_await std::move(choice), corio::invalid_channel);
     EXPECT_EQ(rx.try_recv().status, corio::channel_status::empty);
+    std::string third = "thrice";
+    auto spent = tx.send(std::move(third));
+    auto taken = std::move(spent);
+    EXPECT_THROW((void)corio::select(std::move(spent), corio::otherwise()), corio::invalid_channel);
+    EXPECT_THROW((void)corio::select(corio::only_if(true, std::move(spent))), corio::invalid_channel);
+    EXPECT_TRUE(co_await std::move(taken));
   });
 }
 

@@ -18,8 +18,9 @@
 //   by another thread just as a receive starts may wait for the next receive, as a datagram arriving
 //   just after a receive went to the kernel waits for the next one).
 // Served, then cancelled: a receive served from here may still end cancelled (a stop requested before
-//   it resumes, after the budget's yield); its datagram then goes back to the front, as it was served,
-//   so the order holds, but cut to that receive's buffer if it was longer.
+//   it resumes, after the budget's yield); its datagram then goes back to the front, as it was served
+//   (so a single receiver's order holds; concurrent receivers have none to keep), but cut to that
+//   receive's buffer if it was longer.
 // Limits: a receive already waiting in the kernel is not woken for a kept datagram; the socket's next
 //   receive takes it. Moving the stash (with its socket) is done with no receive in flight, as for
 //   every socket move; closing the socket clears it under the mutex.
