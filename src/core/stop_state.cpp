@@ -36,7 +36,6 @@ bool stop_state::request_stop(bool for_deadline) noexcept {
     return false;
   }
   word |= for_deadline ? requested | deadline : requested;  // published by the next unlock, before any callback runs
-  requester_ = this_thread_id();
   running_request listed(this);
   while (head_ != nullptr) {
     stop_callback_base& callback = *head_;
@@ -65,15 +64,10 @@ void stop_state::tell_requester_gone() const noexcept {
   }
 }
 
-const void* stop_state::this_thread_id() noexcept {
-  thread_local const char marker = 0;
-  return &marker;
-}
-
 void stop_state::wait_until_done(stop_callback_base& callback) noexcept {
   std::uint32_t word = lock();
-  bool running = running_ == &callback;
-  if (running && requester_ == this_thread_id()) {
+  // Running here: this thread's own request popped it (its mark for this state is on the list).
+  if (running_ == &callback && running_request::find(this) != nullptr) {
     *callback.destroyed_ = true;  // destroyed inside its own invocation: the requester leaves it alone
     unlock(word);
     return;

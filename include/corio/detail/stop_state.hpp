@@ -29,8 +29,9 @@
 //   removal (stop_callback's destructor), on the owner's thread: locks; a linked callback is unlinked.
 //     One that a request popped is running or has run: running on another thread, the destructor waits
 //     for its done flag, so the frame the callback points into stays valid while it runs; running on
-//     this thread (destroyed from inside its own invocation), it tells the requester not to touch it
-//     again; not running, it has finished.
+//     this thread (destroyed from inside its own invocation: this thread's list of running requests,
+//     below, names this state), it tells the requester not to touch it again; not running, it has
+//     finished.
 //   destruction inside a callback: a callback may end the state's owner on the requesting thread (a
 //     waiter parked on a plain thread, sync_wait's chain, is resumed inline by its waker, and the
 //     chain goes on to destroy the with_stop_token or when_any frame holding this state). Each
@@ -139,14 +140,10 @@ class stop_state {
   void wait_until_done(stop_callback_base& callback) noexcept;
   /// Destruction of a requested state: see "destruction inside a callback" above.
   void tell_requester_gone() const noexcept;
-  /// An address unique to the calling thread while it lives (std::thread::id has no constexpr
-  /// default constructor, which never_stops needs for constant initialisation).
-  static const void* this_thread_id() noexcept;
 
   std::atomic<std::uint32_t> word_{0};
   stop_callback_base* head_ = nullptr;
   stop_callback_base* running_ = nullptr;  // the callback a request is running, under the lock
-  const void* requester_ = nullptr;        // the thread running the callbacks, under the lock
 };
 
 /// The state of chains that must not be cancelled (corio::shield).
