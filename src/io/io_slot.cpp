@@ -56,19 +56,16 @@ io_source* closed_release_marker() noexcept {
   return &marker;
 }
 
-// A kept datagram into a receive's message, as recvmsg would place it: cut to the buffers (MSG_TRUNC),
-// the sender's address cut to the room for it, its full length in msg_namelen. Returns the bytes placed.
+// A receive's message has one buffer and room for the sender's address
+// (net::detail::message_awaiter::prepare). A kept datagram into it, as recvmsg would place it: cut to
+// the buffer (MSG_TRUNC), the sender's address cut to the room for it, its full length in
+// msg_namelen. Returns the bytes placed.
 std::int32_t receive_kept(msghdr& message, const datagram_stash::kept& datagram) noexcept {
-  std::size_t placed = 0;
-  for (std::size_t i = 0; i < message.msg_iovlen && placed < datagram.bytes.size(); ++i) {
-    std::size_t count = std::min(message.msg_iov[i].iov_len, datagram.bytes.size() - placed);
-    std::copy_n(datagram.bytes.data() + placed, count, static_cast<std::byte*>(message.msg_iov[i].iov_base));
-    placed += count;
-  }
-  if (message.msg_name != nullptr) {
-    std::copy_n(reinterpret_cast<const std::byte*>(&datagram.sender), std::min(message.msg_namelen, datagram.sender_length),
-                static_cast<std::byte*>(message.msg_name));
-  }
+  const iovec& buffer = message.msg_iov[0];
+  std::size_t placed = std::min(buffer.iov_len, datagram.bytes.size());
+  std::copy_n(datagram.bytes.data(), placed, static_cast<std::byte*>(buffer.iov_base));
+  std::copy_n(reinterpret_cast<const std::byte*>(&datagram.sender),
+              std::min(message.msg_namelen, datagram.sender_length), static_cast<std::byte*>(message.msg_name));
   message.msg_namelen = datagram.sender_length;
   message.msg_flags = datagram.truncated || placed < datagram.bytes.size() ? MSG_TRUNC : 0;
   return static_cast<std::int32_t>(placed);
@@ -77,17 +74,11 @@ std::int32_t receive_kept(msghdr& message, const datagram_stash::kept& datagram)
 // What a receive that completed with `received` bytes got, kept whole for the next receive.
 datagram_stash::kept kept_from(const msghdr& message, std::size_t received) {
   datagram_stash::kept datagram;
-  datagram.bytes.reserve(received);
-  for (std::size_t i = 0; i < message.msg_iovlen && datagram.bytes.size() < received; ++i) {
-    auto* base = static_cast<const std::byte*>(message.msg_iov[i].iov_base);
-    std::size_t count = std::min(message.msg_iov[i].iov_len, received - datagram.bytes.size());
-    datagram.bytes.insert(datagram.bytes.end(), base, base + count);
-  }
-  if (message.msg_name != nullptr) {
-    datagram.sender_length = std::min<socklen_t>(message.msg_namelen, sizeof(datagram.sender));
-    std::copy_n(static_cast<const std::byte*>(message.msg_name), datagram.sender_length,
-                reinterpret_cast<std::byte*>(&datagram.sender));
-  }
+  auto* bytes = static_cast<const std::byte*>(message.msg_iov[0].iov_base);
+  datagram.bytes.assign(bytes, bytes + received);
+  datagram.sender_length = std::min<socklen_t>(message.msg_namelen, sizeof(datagram.sender));
+  std::copy_n(static_cast<const std::byte*>(message.msg_name), datagram.sender_length,
+              reinterpret_cast<std::byte*>(&datagram.sender));
   datagram.truncated = (message.msg_flags & MSG_TRUNC) != 0;
   return datagram;
 }
