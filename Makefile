@@ -1,7 +1,7 @@
 # corio: two entry points (plus clean). Everything they make goes under build/.
 #
-#   make test    what CI runs (.ci/run), about 13-15 minutes on 2 cores:
-#                  deps -> header self-containment (g++, clang++-19)
+#   make test    what CI runs (.ci/run), about 18-20 minutes on 2 cores:
+#                  deps -> header self-containment (g++, clang++-19) -> the lab's own unit tests
 #                  -> presets dev (ASan+UBSan), tsan, release: configure, build, ctest
 #                  -> preset clang (clang++-19): build, ctest
 #                  -> fuzz (libFuzzer, clang 19): channel operations against a sequential model, 60 s
@@ -57,6 +57,7 @@ test:
 	trap '$(STAGE) --summary' EXIT
 	$(STAGE) "deps (test)" bash scripts/deps.sh test
 	$(STAGE) "headers: each public header compiles alone" bash tests/headers/check_headers.sh
+	$(STAGE) "lab: unit tests of the report's bookkeeping" '$(PYTHON) -m unittest discover -s tests/lab'
 	$(call preset,dev)
 	$(call preset,tsan,bash scripts/tsan_run.sh build/tsan)
 	$(call preset,release)

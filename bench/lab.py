@@ -27,7 +27,7 @@ sys.path.insert(0, str(BENCH))
 sys.dont_write_bytecode = True  # keep bench/ free of __pycache__
 
 from experiments import EXPERIMENTS  # noqa: E402  (found through the path set just above)
-from labkit import build, report, results, runner  # noqa: E402
+from labkit import build, machine, report, results, runner  # noqa: E402
 from labkit.context import Context  # noqa: E402
 
 EXPERIMENT_NAMES = [experiment.NAME for experiment in EXPERIMENTS]
@@ -70,6 +70,7 @@ def main(argv: list[str]) -> int:
         print(f"lab: {error}", file=sys.stderr)
         return 1
 
+    commit = machine.source_commit(str(ROOT))
     failures: list[str] = []
     for experiment in selected:
         load = os.getloadavg()[0]
@@ -80,8 +81,9 @@ def main(argv: list[str]) -> int:
         runs, failed = runner.run_cells(experiment.NAME, experiment.cells(own), experiment.COLUMNS,
                                         experiment.METRICS, own)
         rows = results.aggregate(runs, experiment.COLUMNS, experiment.KEY, experiment.METRICS)
+        settings = experiment.settings(own) if hasattr(experiment, "settings") else {}
         results.save(ctx.results_dir, experiment.NAME, experiment.COLUMNS, runs, rows,
-                     "quick" if ctx.quick else "full", own.reps, load, failed)
+                     "quick" if ctx.quick else "full", own.reps, load, failed, commit, settings)
         failures += failed
 
     sections = []

@@ -70,6 +70,12 @@ def cells(ctx: Context) -> list[Cell]:
     return made
 
 
+def _scheduled_workers(results: Results) -> list[str]:
+    """The worker counts the run scheduled (its mode's), so that one whose runs all failed is a miss with
+    no data, not a target left out."""
+    return [str(workers) for workers in WORKERS[results.meta.get("mode", "full")]]
+
+
 def _workers(results: Results) -> list[str]:
     return sorted(results.distinct("worker"), key=int)
 
@@ -130,7 +136,7 @@ def chart(results: Results, path) -> None:
 def targets(results: Results) -> list:
     found = []
     for etype in ETYPES:
-        for workers in _workers(results):
+        for workers in _scheduled_workers(results):
             where = f"{etype} W={int(workers):,}"
             for program, rivals in RIVALS.items():
                 speed = _metric(results, program, etype, workers)

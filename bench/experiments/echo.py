@@ -10,7 +10,7 @@ from labkit.context import Context
 from labkit.report import markdown_table, spread
 from labkit.results import Results
 from labkit.runner import Cell
-from labkit.targets import Target, at_least, at_most
+from labkit.targets import Target, at_least, at_most, shown
 
 NAME = "echo"
 TITLE = "TCP echo server, 1-500 clients"
@@ -87,6 +87,11 @@ def _seconds(ctx: Context) -> float:
     if not 0 < seconds <= 60:
         raise ValueError(f"{SECONDS_ENV}={raw}: wants seconds in (0, 60]")
     return seconds
+
+
+def settings(ctx: Context) -> dict:
+    """What the report states beside the run's mode: the window, which ECHO_SECONDS may change."""
+    return {"seconds per run": f"{_seconds(ctx):g}"}
 
 
 class Schedule:
@@ -221,7 +226,7 @@ def _across(claim: str, cells: list[tuple[int, int]], pairs, limit: float, highe
     ratio ("no data", as a missing row is for every other experiment), and its line names those cells."""
     need = f"{'>=' if higher else '<='} {limit:g}x"
     if not cells:
-        return Target(claim, "no cells", None, need, False)
+        return Target(claim, "no cells", None, need, False, limit=limit)
     ratios, absent = [], []
     for clients, size in cells:
         numerator, denominator, note = pairs(clients, size)
@@ -229,13 +234,13 @@ def _across(claim: str, cells: list[tuple[int, int]], pairs, limit: float, highe
             absent.append(f"c={clients} b={size} ({note or 'no data'})")
             continue
         ratios.append((numerator / denominator, clients, size, numerator, denominator, note))
-    missed = [f"c={c} b={b} {r:.2f}x" + (f" vs {note}" if note else "") for r, c, b, _, _, note in ratios
+    missed = [f"c={c} b={b} {shown(r, limit)}" + (f" vs {note}" if note else "") for r, c, b, _, _, note in ratios
               if (r < limit if higher else r > limit)]
     if absent:
         where = f"{len(cells)} cells; no data in {len(absent)}: " + _listed(absent)
         if missed:
             where += f"; of the rest, missed in {len(missed)}: " + _listed(missed)
-        return Target(claim, where, None, need, False)
+        return Target(claim, where, None, need, False, limit=limit)
     ratio, clients, size, numerator, denominator, note = (min if higher else max)(ratios)
     where = f"{len(cells)} cells; worst clients={clients} bytes={size}" + (f" (vs {note})" if note else "")
     if missed:

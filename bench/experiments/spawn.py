@@ -105,8 +105,10 @@ def chart(results: Results, path) -> None:
 
 
 def targets(results: Results) -> list:
+    # The thread counts scheduled (1 and every core) as well as those present: a count whose runs all
+    # failed is a miss with no data, not a target left out.
     found = []
-    threads = _threads(results)
+    threads = sorted(set(_threads(results)) | {"1", str(os.cpu_count() or 1)}, key=int)
     for case in ("spawn_join", "ping_pong"):
         for t in threads:
             corio = _rate(results, "corio", t, case)

@@ -36,6 +36,21 @@ def _version(commands: list[list[str]]) -> str:
     return "not found"
 
 
+def source_commit(root: str) -> str:
+    """The commit the sources under `root` are at, `-dirty` if a tracked file differs from it (the lab's own
+    report, docs/bench/, aside), or "unknown" outside a git clone."""
+    try:
+        head = subprocess.run(["git", "-C", root, "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                              text=True, timeout=30)
+        changed = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                  ":(exclude)docs/bench"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    if head.returncode != 0 or changed.returncode != 0:
+        return "unknown"
+    return head.stdout.strip() + ("-dirty" if changed.stdout.strip() else "")
+
+
 def describe() -> list[tuple[str, str]]:
     """(label, value) pairs for the report's Machine section."""
     uname = platform.uname()
@@ -50,5 +65,5 @@ def describe() -> list[tuple[str, str]]:
         ("Go", _version([["go", "version"], ["/usr/local/go/bin/go", "version"]])),
         ("Rust", _version([["rustc", "--version"], [os.path.expanduser("~/.cargo/bin/rustc"), "--version"]])),
         ("Java", _version(javas)),  # java prints its version to stderr, which _first_line reads too
-        ("Report date", datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
+        ("Report rendered", datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
     ]

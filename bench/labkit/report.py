@@ -5,7 +5,7 @@ from pathlib import Path
 
 from . import machine
 from .results import Aggregate, Results
-from .targets import Target
+from .targets import Target, shown
 
 HEADER = """# corio benchmark lab
 
@@ -34,7 +34,9 @@ def _provenance(results: Results) -> str:
     meta = results.meta
     if not meta:
         return "Measured earlier (no metadata kept)."
-    line = (f"Measured {meta.get('measured', '?')} ({meta.get('mode', '?')} run; runs per cell: {meta.get('reps', '?')}; "
+    settings = "".join(f"; {name}: {value}" for name, value in (meta.get("settings") or {}).items())
+    line = (f"Measured {meta.get('measured', '?')} at commit `{meta.get('commit', 'unrecorded')}` "
+            f"({meta.get('mode', '?')} run; runs per cell: {meta.get('reps', '?')}{settings}; "
             f"1-minute load average at the start: {meta.get('load_at_start', '?')}).")
     failures = meta.get("failures") or []
     if failures:
@@ -43,7 +45,7 @@ def _provenance(results: Results) -> str:
 
 
 def _measured(target: Target) -> str:
-    return "no data" if target.ratio is None else f"{target.ratio:.2f}x"
+    return "no data" if target.ratio is None else shown(target.ratio, target.limit)
 
 
 def _verdict(target: Target) -> str:

@@ -3,7 +3,8 @@
 Files per experiment, under results/:
   <name>.csv       the experiment's columns exactly, one row per cell, metrics are medians
   <name>-runs.csv  every run, the same columns plus `rep` (the report's [min-max] come from here)
-  <name>-meta.json when and how it was measured (date, quick or full, repetitions, load, failures)
+  <name>-meta.json when and how it was measured (date, source commit, quick or full, repetitions, the
+  experiment's own settings, load, failures)
 """
 
 import csv
@@ -78,13 +79,14 @@ def _write_csv(path: Path, columns: list[str], rows: list[dict[str, str]]) -> No
 
 
 def save(directory: Path, name: str, columns: list[str], runs: list[dict[str, str]], rows: list[Aggregate],
-         mode: str, reps: int, load: float, failures: list[str]) -> None:
+         mode: str, reps: int, load: float, failures: list[str], commit: str, settings: dict) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     main, all_runs, meta = _paths(directory, name)
     _write_csv(main, columns, [row.values for row in rows])
     _write_csv(all_runs, columns + ["rep"], runs)
     measured = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    info = {"measured": measured, "mode": mode, "reps": reps, "load_at_start": round(load, 2), "failures": failures}
+    info = {"measured": measured, "commit": commit, "mode": mode, "reps": reps, "settings": settings,
+            "load_at_start": round(load, 2), "failures": failures}
     meta.write_text(json.dumps(info, indent=2))
 
 

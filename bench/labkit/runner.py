@@ -4,6 +4,8 @@ A run that exits non-zero, prints no row, or prints a row that does not match th
 columns failed its self-check: the failure is returned and its cell is dropped.
 """
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -31,13 +33,19 @@ def _parse_row(stdout: str, columns: list[str]) -> dict[str, str]:
 
 
 def _run_once(cell: Cell, columns: list[str], timeout: int) -> dict[str, str]:
-    try:
-        done = subprocess.run(cell.argv, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise ValueError(f"timed out after {timeout}s") from None
-    if done.returncode != 0:
-        raise ValueError(f"exit {done.returncode}: {done.stderr.strip()}")
-    return _parse_row(done.stdout, columns)
+    # Its own process group, so that a run that times out goes with everything it started: an echo cell
+    # killed alone would leave its server and load client running, pinned, under the runs that follow.
+    with subprocess.Popen(cell.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise ValueError(f"timed out after {timeout}s") from None
+    if process.returncode != 0:
+        raise ValueError(f"exit {process.returncode}: {stderr.strip()}")
+    return _parse_row(stdout, columns)
 
 
 def _time_left(began: float, done: int, total: int) -> str:

@@ -14,23 +14,31 @@ class Target:
     need: str  # e.g. "<= 3x"
     passed: bool
     scored: bool = True  # False for a ratio the report shows for context only (no verdict, not counted)
+    limit: float | None = None  # the bound `need` states, for shown()
 
 
 def at_most(claim: str, where: str, numerator: float | None, denominator: float | None, limit: float) -> Target:
     """PASS when numerator / denominator <= limit."""
     ratio = _ratio(numerator, denominator)
-    return Target(claim, where, ratio, f"<= {limit:g}x", ratio is not None and ratio <= limit)
+    return Target(claim, where, ratio, f"<= {limit:g}x", ratio is not None and ratio <= limit, limit=limit)
 
 
 def at_least(claim: str, where: str, numerator: float | None, denominator: float | None, limit: float) -> Target:
     """PASS when numerator / denominator >= limit."""
     ratio = _ratio(numerator, denominator)
-    return Target(claim, where, ratio, f">= {limit:g}x", ratio is not None and ratio >= limit)
+    return Target(claim, where, ratio, f">= {limit:g}x", ratio is not None and ratio >= limit, limit=limit)
 
 
 def context(claim: str, where: str, numerator: float | None, denominator: float | None) -> Target:
     """A ratio shown next to the targets for context (e.g. against a floor that nothing must reach)."""
     return Target(claim, where, _ratio(numerator, denominator), "–", True, scored=False)
+
+
+def shown(ratio: float, limit: float | None) -> str:
+    """A ratio as the report prints it: two decimals, or three where two would round it onto its limit
+    (0.9492 against >= 0.95 reads "0.949x", not a "0.95x" marked as missed)."""
+    digits = 3 if limit is not None and abs(ratio - limit) < 0.005 else 2
+    return f"{ratio:.{digits}f}x"
 
 
 def _ratio(numerator: float | None, denominator: float | None) -> float | None:

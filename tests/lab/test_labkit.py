@@ -1,0 +1,97 @@
+"""Unit tests of the lab's bookkeeping (bench/labkit, bench/experiments): what the report counts as a
+target, how it prints a ratio, and how a run that hangs is stopped. Run by `make test`:
+
+    python3 -m unittest discover -s tests/lab
+"""
+
+import os
+import subprocess
+import sys
+import time
+import unittest
+from pathlib import Path
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from experiments import chan, coro, spawn  # noqa: E402
+from labkit.report import _measured  # noqa: E402
+from labkit.results import Aggregate, Results  # noqa: E402
+from labkit.runner import Cell, _run_once  # noqa: E402
+from labkit.targets import at_least  # noqa: E402
+
+
+def results_of(rows: list[dict[str, str]], mode: str = "full") -> Results:
+    made = []
+    for values in rows:
+        row = Aggregate(dict(values))
+        for metric, value in values.items():
+            try:
+                row.low[metric] = row.high[metric] = float(value)
+            except ValueError:
+                pass
+        made.append(row)
+    return Results(made, {"mode": mode})
+
+
+def scored_without_data(targets) -> int:
+    return sum(target.scored and target.ratio is None for target in targets)
+
+
+class ShownRatio(unittest.TestCase):
+    def test_a_ratio_two_decimals_would_round_onto_its_limit_gets_three(self):
+        missed = at_least("a / b", "here", 0.9492, 1.0, 0.95)
+        self.assertFalse(missed.passed)
+        self.assertEqual(_measured(missed), "0.949x")
+
+    def test_other_ratios_keep_two_decimals(self):
+        self.assertEqual(_measured(at_least("a / b", "here", 1.234, 1.0, 0.95)), "1.23x")
+
+
+class ScheduledSizesAreJudged(unittest.TestCase):
+    """A size whose runs all failed has no rows: its targets must be misses with no data, not left out."""
+
+    def test_coro_counts_a_missing_size_as_misses(self):
+        rows = [{"impl": impl, "coroutines": str(count), "switches": "10", "create_ns": "5", "switch_ns": "5",
+                 "bytes_per_coroutine": "100"}
+                for impl in coro.IMPLS for count, _, _ in coro.SIZES if count != 30_000]
+        targets = coro.targets(results_of(rows))
+        self.assertEqual(len(targets), 5 * len(coro.SIZES))
+        self.assertEqual(scored_without_data(targets), 5)
+
+    def test_chan_counts_a_missing_worker_count_as_misses(self):
+        sizes = chan.WORKERS["full"]
+        rows = [{"program": program, "etype": etype, "worker": str(workers), "event": "10", "time": "1",
+                 "speed": "1", "channel_bytes": "1", "task_bytes": "1"}
+                for program in chan.PROGRAMS for etype in chan.ETYPES for workers in sizes[:-1]]
+        targets = chan.targets(results_of(rows))
+        per_size = len(targets) // len(sizes)
+        self.assertGreater(per_size, 0)
+        self.assertEqual(scored_without_data(targets), sum(t.scored for t in targets) // len(sizes))
+
+    def test_spawn_counts_a_missing_thread_count_as_misses(self):
+        rows = [{"impl": impl, "threads": "1", "case": case, "ops": "100", "seconds": "1", "ops_per_sec": "100"}
+                for impl in spawn.IMPLS for case in ("spawn_join", "ping_pong", "fanout")]
+        targets = spawn.targets(results_of(rows))
+        if (os.cpu_count() or 1) == 1:
+            self.skipTest("one core: the run schedules one thread count only")
+        # at every core: spawn_join and ping_pong against tokio and Go, and the fan-out's scaling
+        self.assertEqual(scored_without_data(targets), 5)
+
+
+class RunTimeout(unittest.TestCase):
+    def test_a_run_that_times_out_is_stopped_with_what_it_started(self):
+        marker = f"sleep {1000 + int(time.time()) % 1000}.5"
+        with self.assertRaisesRegex(ValueError, "timed out"):
+            _run_once(Cell("hangs", ["sh", "-c", f"{marker} & {marker}; echo 1"]), ["a"], 1)
+        time.sleep(0.2)
+        left = subprocess.run(["pgrep", "-f", f"^{marker}$"], capture_output=True, text=True).stdout.split()
+        self.assertEqual(left, [], "the timed-out run's child is still running")
+
+    def test_a_failing_run_reports_its_status_and_stderr(self):
+        with self.assertRaisesRegex(ValueError, "exit 3: bad"):
+            _run_once(Cell("fails", ["sh", "-c", "echo bad >&2; exit 3"]), ["a"], 5)
+
+
+if __name__ == "__main__":
+    unittest.main()
