@@ -105,6 +105,9 @@ class event_loop final : private detail::executor {
   event_loop();
   /// A loop whose reactor uses `backend` for I/O (see corio/io_backend.hpp).
   explicit event_loop(io_backend backend);
+  /// Destroys the tasks that never finished and the functors that never ran. Must not run while a
+  /// thread runs the loop (from one of its tasks, or from another thread during run()): that aborts
+  /// the process with a message.
   ~event_loop();
   event_loop(const event_loop&) = delete;
   event_loop& operator=(const event_loop&) = delete;
@@ -140,12 +143,23 @@ class event_loop final : private detail::executor {
   ///     int answer = loop.block_on(compute());
   template <class T>
   T block_on(task<T> body) {
-    join_handle<T> handle = detail::spawn_on(*this, std::move(body));
-    run_until([](const void* joined) { return static_cast<const join_handle<T>*>(joined)->is_finished(); }, &handle);
-    if (!handle.is_finished()) {
+    // Spawned once this thread may run the loop (run_until's first step), so that a refused block_on
+    // (inside a task, or while another thread runs the loop) leaves no task behind to run later.
+    struct started {
+      event_loop& loop;
+      task<T> body;
+      std::optional<join_handle<T>> handle;
+    } state{*this, std::move(body), std::nullopt};
+    run_until(
+        [](void* context) {
+          auto& self = *static_cast<started*>(context);
+          self.handle.emplace(detail::spawn_on(self.loop, std::move(self.body)));
+        },
+        [](const void* context) { return static_cast<const started*>(context)->handle->is_finished(); }, &state);
+    if (!state.handle->is_finished()) {
       throw loop_stopped("corio::event_loop::block_on: the loop was stopped before the task finished");
     }
-    return sync_wait(std::move(handle));
+    return sync_wait(std::move(*state.handle));
   }
 
   /// Runs the task `make()` returns, as above, keeping the callable alive inside it:
@@ -201,8 +215,9 @@ class event_loop final : private detail::executor {
   bool accept_hop(detail::promise_base* chain, std::coroutine_handle<> handle) noexcept;
   bool move_and_post(detail::promise_base* chain, std::coroutine_handle<> handle) noexcept;
 
-  /// run(), until `done(context)` (null: until stop()).
-  void run_until(bool (*done)(const void* context), const void* context);
+  /// run(), until `done(context)` (null: until stop()). `start(context)`, if not null, runs first, once
+  /// the thread is allowed to run the loop.
+  void run_until(void (*start)(void* context), bool (*done)(const void* context), void* context);
   std::size_t run_one_round();
   bool posts_arrive_soon() noexcept;
   void rethrow_pending_error();

@@ -53,10 +53,13 @@ blocking_pool* current_blocking_pool() noexcept;
 ///     }());
 class runtime {
  public:
+  /// The most workers a runtime takes (options.workers above it throws std::invalid_argument).
+  static constexpr std::size_t max_workers = 4096;
+
   struct options {
-    /// Worker threads; 0 means one per online CPU.
+    /// Worker threads; 0 means one per CPU this process may run on (its affinity mask).
     std::size_t workers = 0;
-    /// Upper bound on spawn_blocking threads.
+    /// Upper bound on spawn_blocking threads; at least 1 (0 throws std::invalid_argument).
     std::size_t max_blocking_threads = 64;
     /// Called (on a worker thread) with an exception that escaped a task nobody joins; by default it
     /// is printed to stderr.
@@ -66,10 +69,13 @@ class runtime {
   };
 
   runtime();
+  /// Throws std::invalid_argument for options out of range, and std::system_error (naming the worker)
+  /// if a worker thread cannot be started; the workers already started are stopped and joined first.
   explicit runtime(options opts);
   /// shutdown(), then frees the runtime. Destroying it on one of its own workers (the last owner of a
-  /// shared_ptr to it dropped inside one of its tasks) cannot join that worker: shutdown() throws
-  /// there, and a destructor that throws calls std::terminate, with the message (tokio panics alike).
+  /// shared_ptr to it dropped inside one of its tasks) or its own spawn_blocking threads cannot join
+  /// that thread: shutdown() throws there, and a destructor that throws calls std::terminate, with the
+  /// message (tokio panics alike).
   ~runtime();
   runtime(const runtime&) = delete;
   runtime& operator=(const runtime&) = delete;

@@ -47,7 +47,14 @@ bool blocking_pool::submit(job work) {
   return true;
 }
 
+namespace {
+thread_local constinit const blocking_pool* this_threads_pool = nullptr;
+}  // namespace
+
+bool blocking_pool::runs_this_thread() const noexcept { return this_threads_pool == this; }
+
 void blocking_pool::thread_main() {
+  this_threads_pool = this;
   std::unique_lock lock(mutex_);
   for (;;) {
     if (!jobs_.empty()) {

@@ -1,6 +1,8 @@
 // corio::event_loop; the design note is in include/corio/event_loop.hpp.
 #include <corio/event_loop.hpp>
 
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <thread>
 
@@ -36,7 +38,18 @@ constexpr std::size_t post_batch = 1024;
 // and leave its tasks with no executor when it returns), nor may a second thread run the same loop.
 class event_loop::running_scope {
  public:
-  explicit running_scope(event_loop& loop) : loop_(enter(loop)), io_scope_(loop.io_) {
+  /// `start(context)`, if given, runs once the loop is this thread's to run, but before the thread is
+  /// marked as running it: what it spawns is queued as from outside the loop, behind what was already.
+  running_scope(event_loop& loop, void (*start)(void* context), void* context)
+      : loop_(enter(loop)), io_scope_(loop.io_) {
+    if (start != nullptr) {
+      try {
+        start(context);
+      } catch (...) {
+        loop_.running_.store(false, std::memory_order_release);
+        throw;
+      }
+    }
     detail::current_loop = &loop;
     detail::current_executor = &loop;
     detail::current_timers = &loop.timers_;
@@ -84,6 +97,15 @@ event_loop::event_loop(io_backend backend)
       })) {}
 
 event_loop::~event_loop() {
+  if (running_.load(std::memory_order_acquire)) {
+    // Inside one of its own tasks, or from another thread during run(): either way its frames and its
+    // parker would be freed under the thread running it (a silent use-after-free, or a run() asleep
+    // for good in a freed parker). Loud, as a runtime destroyed on its own worker is.
+    std::fputs("corio::event_loop: destroyed while a thread runs it (from one of its tasks, or from another "
+               "thread during run()): stop() it and let run() return first\n",
+               stderr);
+    std::abort();
+  }
   posts_.close();
   // A hop checked before this destructor began may still be completing on the thread it leaves; it
   // touches this loop until it has either posted here or given the root back.
@@ -255,9 +277,9 @@ bool event_loop::posts_arrive_soon() noexcept {
   return false;
 }
 
-void event_loop::run() { run_until(nullptr, nullptr); }
+void event_loop::run() { run_until(nullptr, nullptr, nullptr); }
 
-void event_loop::run_until(bool (*done)(const void* context), const void* context) {
+void event_loop::run_until(void (*start)(void* context), bool (*done)(const void* context), void* context) {
   // A round that found only a trickle of work means the loop has caught up with its producers. Going
   // straight back would re-read each producer's tail (and the records just written) after every item
   // or two, moving those cache lines between cores on nearly every post; a short pause lets work
@@ -265,7 +287,7 @@ void event_loop::run_until(bool (*done)(const void* context), const void* contex
   // steady ~32 M/s to ~90 M/s.)
   constexpr std::size_t trickle = 8;
   constexpr int trickle_pauses = 32;
-  running_scope scope(*this);
+  running_scope scope(*this, start, context);
   while (!stopped()) {
     std::size_t ran = run_one_round();
     if (done != nullptr && done(context)) {
@@ -295,7 +317,7 @@ void event_loop::run_until(bool (*done)(const void* context), const void* contex
 }
 
 void event_loop::run_until_idle() {
-  running_scope scope(*this);
+  running_scope scope(*this, nullptr, nullptr);
   while (run_one_round() != 0 || !ready_.empty() || posts_.has_pending()) {
   }
 }

@@ -11,10 +11,15 @@ namespace {
 std::atomic<std::uint64_t> next_queue_id{1};
 
 // Every channel this thread produces into. Its destructor (thread exit) drops the thread's references.
+// Set when this thread's producer_channels is destroyed: a thread_local destructed after it that posts
+// gets a one-off channel instead of reading the destroyed list.
+thread_local constinit bool channels_torn_down = false;
+
 struct producer_channels {
   std::vector<post_channel*> channels;
 
   ~producer_channels() {
+    channels_torn_down = true;
     last_channel = {0, nullptr};
     for (post_channel* channel : channels) {
       channel->release();
@@ -163,18 +168,27 @@ post_queue::~post_queue() {
   }
 }
 
-post_channel& post_queue::find_or_register_channel() {
+post_channel* post_queue::find_or_register_channel() {
+  if (channels_torn_down) {
+    return nullptr;
+  }
   post_channel* channel = this_thread_channels.find(id_);
   if (channel == nullptr) {
-    channel = new post_channel(id_, consumer_parker_);
+    this_thread_channels.channels.reserve(this_thread_channels.channels.size() + 1);  // may throw: before anything changed
+    channel = register_channel();
     this_thread_channels.channels.push_back(channel);
-    post_channel* head = incoming_.load(std::memory_order_relaxed);
-    do {
-      channel->next_ = head;
-    } while (!incoming_.compare_exchange_weak(head, channel, std::memory_order_seq_cst, std::memory_order_relaxed));
   }
   last_channel = {id_, channel};
-  return *channel;
+  return channel;
+}
+
+post_channel* post_queue::register_channel() {
+  auto* channel = new post_channel(id_, consumer_parker_);
+  post_channel* head = incoming_.load(std::memory_order_relaxed);
+  do {
+    channel->next_ = head;
+  } while (!incoming_.compare_exchange_weak(head, channel, std::memory_order_seq_cst, std::memory_order_relaxed));
+  return channel;
 }
 
 

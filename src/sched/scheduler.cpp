@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <span>
 #include <stdexcept>
+#include <string>
+#include <system_error>
 
 #include <corio/errors.hpp>
 
@@ -32,8 +34,15 @@ scheduler::scheduler(scheduler_options options)
     each->io().set_siblings(io_slots_);  // stand-ins while a worker cannot make its reactor
   }
   threads_.reserve(options.workers);
-  for (auto& each : workers_) {
-    threads_.emplace_back([w = each.get()] { w->run(); });
+  try {
+    for (auto& each : workers_) {
+      threads_.emplace_back([w = each.get()] { w->run(); });
+    }
+  } catch (const std::system_error& error) {
+    shutdown();  // the workers already started: nothing was spawned yet, so they just leave
+    throw std::system_error(error.code(), "corio::runtime: cannot start worker thread " +
+                                              std::to_string(threads_.size() + 1) + " of " +
+                                              std::to_string(options.workers));
   }
 }
 
@@ -51,6 +60,9 @@ using shutting_down_mark = thread_mark<scheduler>;
 void scheduler::shutdown() {
   if (local_worker() != nullptr) {
     throw std::logic_error("corio::runtime: shutdown from one of its own workers would join itself");
+  }
+  if (blocking_.runs_this_thread()) {
+    throw std::logic_error("corio::runtime: shutdown from one of its own spawn_blocking threads would join itself");
   }
   if (shutting_down_mark::find(this) != nullptr) {
     return;

@@ -220,6 +220,45 @@ TEST(event_loop, block_on_a_task_the_loop_is_stopped_under_throws_loop_stopped) 
   EXPECT_THROW(loop.block_on(stops_its_loop(loop)), corio::loop_stopped);  // stopped for good
 }
 
+// A refused block_on (inside one of the loop's own tasks) used to spawn its body first: the body then
+// ran in a later run() and its exception came out there (a review).
+TEST(event_loop, a_refused_block_on_leaves_no_task_behind) {
+  corio::event_loop loop;
+  int body_ran = 0;
+  bool refused = false;
+  loop.spawn([&]() -> corio::task<void> {
+    try {
+      loop.block_on([&]() -> corio::task<void> {
+        ++body_ran;
+        throw std::runtime_error("the body of a refused block_on");
+        co_return;
+      });
+    } catch (const std::logic_error&) {
+      refused = true;
+    }
+    co_return;
+  });
+  EXPECT_NO_THROW(loop.run_until_idle());
+  EXPECT_TRUE(refused);
+  EXPECT_EQ(body_ran, 0);
+}
+
+// Destroyed from one of its own tasks, it freed the frame running the destructor (ASan:
+// use-after-poison); from another thread during run(), it left run() asleep in a freed parker.
+TEST(event_loop, destroying_a_loop_while_it_runs_aborts_with_a_message) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        auto* loop = new corio::event_loop;
+        loop->spawn([loop]() -> corio::task<void> {
+          delete loop;
+          co_return;
+        });
+        loop->run_until_idle();
+      },
+      "destroyed while a thread runs it");
+}
+
 TEST(event_loop, running_two_loops_on_one_thread_is_rejected) {
   corio::event_loop outer;
   corio::event_loop inner;

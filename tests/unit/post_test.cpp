@@ -158,4 +158,67 @@ TEST(post, a_producer_with_a_deep_backlog_does_not_starve_another) {
   EXPECT_LT(flood_ran_when_other_ran, 4096);  // within the first rounds, not after the whole backlog
 }
 
+// A functor whose copy throws (inline) or that is too big to store inline and throws while boxed.
+template <std::size_t Padding>
+struct copy_may_throw {
+  int* ran;
+  bool* throw_on_copy;
+  std::array<char, Padding> padding{};
+  copy_may_throw(int* ran, bool* throw_on_copy) : ran(ran), throw_on_copy(throw_on_copy) {}
+  copy_may_throw(const copy_may_throw& other) : ran(other.ran), throw_on_copy(other.throw_on_copy) {
+    if (*throw_on_copy) {
+      throw std::runtime_error("copy refused");
+    }
+  }
+  void operator()() const { ++*ran; }
+};
+
+template <std::size_t Padding>
+void check_a_throwing_copy_leaves_the_queue_usable() {
+  corio::event_loop loop;
+  int ran = 0;
+  bool refuse = false;
+  const copy_may_throw<Padding> functor(&ran, &refuse);
+  for (int round = 0; round < 300; ++round) {  // enough records to cross segment boundaries
+    ASSERT_TRUE(loop.post(functor));
+    refuse = true;
+    EXPECT_THROW((void)loop.post(functor), std::runtime_error);
+    refuse = false;
+    ASSERT_TRUE(loop.post(functor));
+  }
+  loop.run_until_idle();
+  EXPECT_EQ(ran, 600);
+}
+
+TEST(post, a_functor_whose_copy_throws_is_not_queued_and_the_queue_stays_usable) {
+  check_a_throwing_copy_leaves_the_queue_usable<8>();    // stored inline
+  check_a_throwing_copy_leaves_the_queue_usable<200>();  // boxed on the heap
+}
+
+// A thread_local destroyed after the thread's list of post channels (constructed before it) that
+// posts from its destructor used to read that destroyed list (a review; ASan: heap-use-after-free).
+corio::event_loop* loop_for_thread_exit = nullptr;
+std::atomic<int> posted_at_thread_exit{0};
+
+struct posts_when_destroyed {
+  ~posts_when_destroyed() {
+    loop_for_thread_exit->post([] { posted_at_thread_exit.fetch_add(1); });
+  }
+};
+thread_local posts_when_destroyed post_at_exit;
+
+TEST(post, a_thread_local_destroyed_after_the_threads_channels_can_still_post) {
+  corio::event_loop loop;
+  loop_for_thread_exit = &loop;
+  posted_at_thread_exit = 0;
+  std::thread producer([&] {
+    (void)&post_at_exit;  // constructed first, so destroyed after the thread's channels
+    loop.post([] { posted_at_thread_exit.fetch_add(1); });
+  });
+  producer.join();
+  loop.run_until_idle();
+  EXPECT_EQ(posted_at_thread_exit.load(), 2);
+  loop_for_thread_exit = nullptr;
+}
+
 }  // namespace

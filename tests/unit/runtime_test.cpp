@@ -8,6 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -16,6 +20,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -122,6 +127,62 @@ TEST(runtime, block_on_inside_a_worker_throws_logic_error) {
     co_return false;
   };
   EXPECT_TRUE(rt.block_on(nested()));
+}
+
+TEST(runtime, options_out_of_range_throw_invalid_argument) {
+  EXPECT_THROW(corio::runtime(corio::runtime::options{.workers = corio::runtime::max_workers + 1}),
+               std::invalid_argument);
+  EXPECT_THROW(corio::runtime(corio::runtime::options{.workers = SIZE_MAX}), std::invalid_argument);
+  EXPECT_THROW(corio::runtime(corio::runtime::options{.workers = 1, .max_blocking_threads = 0}),
+               std::invalid_argument);
+}
+
+// It used to join the pool thread it ran on: std::terminate ("Resource deadlock avoided"), the way a
+// runtime freed by a detached blocking call that held the last shared_ptr to it ended (a review).
+TEST(runtime, shutdown_from_its_own_spawn_blocking_thread_throws_logic_error) {
+  corio::runtime rt(corio::runtime::options{.workers = 1, .max_blocking_threads = 4});
+  bool refused = rt.block_on([&]() -> corio::task<bool> {
+    co_return co_await corio::spawn_blocking([&rt] {
+      try {
+        rt.shutdown();
+      } catch (const std::logic_error&) {
+        return true;
+      }
+      return false;
+    });
+  });
+  EXPECT_TRUE(refused);
+}
+
+// A worker thread that cannot be started (here: address space for its stack) used to leave the
+// constructor with joinable threads, which is std::terminate. Not under the sanitizers, whose shadow
+// memory an address-space limit would starve.
+TEST(runtime, a_worker_that_cannot_start_is_an_exception_and_the_others_are_joined) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "an address-space limit starves the sanitizer's shadow memory";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+  GTEST_SKIP() << "an address-space limit starves the sanitizer's shadow memory";
+#endif
+#endif
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    rlimit limit{512ull << 20, 512ull << 20};  // room for a few dozen 8 MiB thread stacks
+    ::setrlimit(RLIMIT_AS, &limit);
+    try {
+      corio::runtime rt(corio::runtime::options{.workers = 1000});
+    } catch (const std::system_error& error) {
+      ::_exit(std::string(error.what()).find("cannot start worker thread") != std::string::npos ? 0 : 2);
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::_exit(4);  // every worker started: the limit did not bite
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 TEST(runtime, spawning_on_a_shut_down_runtime_throws_runtime_stopped) {

@@ -48,6 +48,8 @@ class blocking_pool {
 
   /// Thread-safe; for tests and diagnostics.
   std::size_t thread_count() const;
+  /// Whether the calling thread is one of this pool's (a call running on it).
+  bool runs_this_thread() const noexcept;
 
  private:
   void thread_main();

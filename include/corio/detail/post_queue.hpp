@@ -134,12 +134,17 @@ class post_channel {
     static_assert(record_bytes_v<stored> <= post_segment::bytes);
     unsigned char* record = claim(record_bytes_v<stored>);
     void* storage = record + sizeof(post_record);
-    if constexpr (fits_inline_v<stored>) {
-      ::new (storage) stored(std::forward<F>(functor));
-      ::new (record) post_record{&run_inline_functor<stored>};
-    } else {
-      ::new (storage) stored*(new stored(std::forward<F>(functor)));
-      ::new (record) post_record{&run_boxed_functor<stored>};
+    try {
+      if constexpr (fits_inline_v<stored>) {
+        ::new (storage) stored(std::forward<F>(functor));
+        ::new (record) post_record{&run_inline_functor<stored>};
+      } else {
+        ::new (storage) stored*(new stored(std::forward<F>(functor)));
+        ::new (record) post_record{&run_boxed_functor<stored>};
+      }
+    } catch (...) {
+      unclaim(record);  // the functor's copy or move threw (or its box could not be allocated)
+      throw;
     }
     tail_.store(++producer_tail_, std::memory_order_seq_cst);
   }
@@ -168,6 +173,11 @@ class post_channel {
 
  private:
   unsigned char* claim(std::size_t record_bytes);
+  /// Gives back the space claim() just returned, unwritten and unpublished, so the next record takes it
+  /// (left claimed, the consumer would read it as a record).
+  void unclaim(unsigned char* record) noexcept {
+    producer_offset_ = static_cast<std::size_t>(record - producer_segment_->data);
+  }
   void consume_one(bool run);
 
   // Producer-private.
@@ -219,9 +229,15 @@ class post_queue {
     if (closed_.load(std::memory_order_relaxed)) {
       return false;
     }
-    post_channel& channel = channel_for_this_thread();
-    channel.push(std::forward<F>(functor));
-    channel.wake_consumer();  // touches only the channel (kept alive by this thread) and the parker
+    post_channel* channel = channel_for_this_thread();
+    if (channel == nullptr) [[unlikely]] {
+      one_off_channel once(*this);  // a thread_local's destructor, after this thread's channels went
+      once.channel->push(std::forward<F>(functor));
+      once.channel->wake_consumer();
+      return true;
+    }
+    channel->push(std::forward<F>(functor));
+    channel->wake_consumer();  // touches only the channel (kept alive by this thread) and the parker
     return true;
   }
 
@@ -237,10 +253,23 @@ class post_queue {
   bool has_pending() noexcept;
 
  private:
-  post_channel& channel_for_this_thread() {
-    return last_channel.queue_id == id_ ? *last_channel.channel : find_or_register_channel();
+  /// The calling thread's channel into this queue, registered on first use; null once the thread's
+  /// list of channels was destroyed (a post from a thread_local's destructor at thread exit).
+  post_channel* channel_for_this_thread() {
+    return last_channel.queue_id == id_ ? last_channel.channel : find_or_register_channel();
   }
-  post_channel& find_or_register_channel();
+  post_channel* find_or_register_channel();
+  /// A new channel, handed to the consumer through `incoming_`; the caller holds its producer reference.
+  post_channel* register_channel();
+  /// A channel for one push from a thread that has no list of channels left: registered, then let go
+  /// of (the consumer drains it and frees it, as it does an exited producer's).
+  struct one_off_channel {
+    explicit one_off_channel(post_queue& queue) : channel(queue.register_channel()) {}
+    ~one_off_channel() { channel->release(); }
+    one_off_channel(const one_off_channel&) = delete;
+    one_off_channel& operator=(const one_off_channel&) = delete;
+    post_channel* channel;
+  };
   void adopt_incoming() noexcept;
   void free_abandoned_channels() noexcept;
 
