@@ -22,6 +22,9 @@ namespace corio {
 ///     for (int i : iota(3)) { /* 0, 1, 2 */ }
 template <class T>
 class [[nodiscard]] generator {
+  static_assert(std::is_reference_v<T> || alignof(std::remove_reference_t<T>) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__,
+                "corio::generator<T>: a T aligned beyond the default new alignment cannot be stored in a "
+                "coroutine frame (it would be misaligned)");
   using value_pointer = std::add_pointer_t<std::remove_reference_t<T>>;
 
  public:
@@ -44,7 +47,8 @@ class [[nodiscard]] generator {
       return {};
     }
     /// A const lvalue (`for (const auto& s : names) co_yield s;`): the iterator hands out a `T&`, so
-    /// it yields a copy, kept in the awaiter (in the frame) while the body is suspended.
+    /// it yields a copy, kept in the awaiter (in the frame) while the body is suspended. (A
+    /// generator<const T> hands out a `const T&`: the first overload takes it.)
     struct yielded_copy {
       std::remove_cv_t<T> value;
       bool await_ready() const noexcept { return false; }
@@ -54,7 +58,7 @@ class [[nodiscard]] generator {
       void await_resume() const noexcept {}
     };
     yielded_copy yield_value(const std::remove_reference_t<T>& value)
-      requires(!std::is_reference_v<T> && std::is_copy_constructible_v<T>)
+      requires(!std::is_reference_v<T> && !std::is_const_v<T> && std::is_copy_constructible_v<T>)
     {
       return {value};
     }

@@ -25,10 +25,14 @@ namespace corio {
 /// A handle is joined at most once: awaiting it again, or awaiting a detached or moved-from handle,
 /// throws corio::invalid_task. If the awaiting task is itself cancelled while it waits, it asks the
 /// joined task to stop too and throws corio::cancelled at once, without waiting for it (so
-/// `with_timeout(d, std::move(h))` returns at its deadline); the handle is then still valid and may be
-/// awaited again. Dropping a handle detaches the task: it keeps running, and an exception escaping it
+/// `with_timeout(d, std::move(h))` returns at its deadline). A handle awaited in place (`co_await h`)
+/// is then still valid and may be awaited again for the task's outcome (corio::cancelled, unless the
+/// task shields itself); one moved into with_timeout is dropped with it (its task is detached).
+/// Dropping a handle detaches the task: it keeps running, and an exception escaping it
 /// is reported by its executor (a runtime's unhandled-exception hook, an event_loop's run()), even if
-/// that happens after the task finished. Not thread-safe, except cancel().
+/// that happens after the task finished. Not thread-safe: cancel() may be called from any thread, but
+/// not while the handle itself is being joined, detached, moved or destroyed on another (it reads the
+/// handle, and a join frees the record behind it).
 ///
 ///     corio::join_handle<int> h = corio::spawn(compute());
 ///     h.cancel();                            // optional: ask it to stop
@@ -53,8 +57,9 @@ class [[nodiscard]] join_handle {
     return state_ != nullptr && state_->phase.load(std::memory_order_acquire) == detail::join_phase::finished;
   }
 
-  /// Thread-safe. Asks the task to stop: its current or next suspension point completes with
-  /// corio::cancelled. Throws corio::invalid_task on an empty handle.
+  /// Asks the task to stop: its current or next suspension point completes with corio::cancelled.
+  /// From any thread, but not at the same time as a join, detach, move or destruction of this handle
+  /// (see above). Throws corio::invalid_task on an empty handle.
   void cancel() const {
     if (state_ == nullptr) {
       throw invalid_task("corio::join_handle::cancel: empty (detached, moved-from or joined) handle");
@@ -198,7 +203,7 @@ namespace detail {
 template <class T>
 join_handle<T> spawn_on(executor& owner, task<T> body, cancellable can_cancel = cancellable::yes) {
   if (!body.valid()) {
-    throw invalid_task("corio::spawn: empty or already finished task");
+    throw invalid_task("corio::spawn: empty, finished or already awaited task");
   }
   join_state<T>* state = join_state<T>::create();
   auto frame = body.release();

@@ -69,11 +69,20 @@ template <class T>
 class join_set_next_awaiter {
  public:
   explicit join_set_next_awaiter(join_set<T>& set) noexcept : set_(&set) {
-    if (set.pending_ != 0) {
+    if (set.pending_ > set.reserved_) {  // an outcome no next() in flight waits for already
       wait_operation<> next_outcome = set.state_->finished.acquire();
       wait_.emplace(*next_outcome.list, next_outcome.context, *next_outcome.ops);
+      ++set.reserved_;
+      reserved_ = true;
     }
   }
+  ~join_set_next_awaiter() {
+    if (reserved_) {
+      --set_->reserved_;  // its frame destroyed while it waited
+    }
+  }
+  join_set_next_awaiter(const join_set_next_awaiter&) = delete;
+  join_set_next_awaiter& operator=(const join_set_next_awaiter&) = delete;
 
   bool await_ready() const noexcept { return !wait_; }  // none left: nullopt at once
 
@@ -86,6 +95,8 @@ class join_set_next_awaiter {
     if (!wait_) {
       return std::nullopt;
     }
+    --set_->reserved_;
+    reserved_ = false;
     wait_->await_resume();  // throws corio::cancelled, giving the permit back, if stopped first
     result_slot<T> outcome;
     {
@@ -105,6 +116,7 @@ class join_set_next_awaiter {
  private:
   join_set<T>* set_;
   std::optional<waiter> wait_;
+  bool reserved_ = false;  // counted in the set's reserved_ until await_resume or destruction
 };
 
 /// What join_set::next() returns: `co_await` makes the immovable awaiter in the awaiting frame.
@@ -124,7 +136,9 @@ struct join_set_next {
 /// assigning another to it) cancels the tasks still running (their results are dropped);
 /// `cancel_all()` does so without destroying it, and next() then yields what they return, their
 /// corio::cancelled included. next() is a cancellation point that loses no result: one cancelled, timed
-/// out or beaten in a when_any takes none, and the next next() returns it. Not thread-safe:
+/// out or beaten in a when_any takes none, and the next next() returns it. Several next() in flight at
+/// once (a when_all of two) wait for different outcomes: one made while every pending task already has
+/// a next() waiting for it returns nullopt at once. Not thread-safe:
 /// one owning task at a time (the children may run on any worker).
 ///
 ///     corio::join_set<int> set;
@@ -138,12 +152,15 @@ class join_set {
 
   join_set() = default;
   join_set(join_set&& other) noexcept
-      : state_(std::move(other.state_)), pending_(std::exchange(other.pending_, 0)) {}
+      : state_(std::move(other.state_)),
+        pending_(std::exchange(other.pending_, 0)),
+        reserved_(std::exchange(other.reserved_, 0)) {}
   join_set& operator=(join_set&& other) noexcept {
     if (this != &other) {
       cancel_all();
       state_ = std::move(other.state_);
       pending_ = std::exchange(other.pending_, 0);
+      reserved_ = std::exchange(other.reserved_, 0);
     }
     return *this;
   }
@@ -195,6 +212,7 @@ class join_set {
 
   std::shared_ptr<detail::join_set_state<T>> state_ = std::make_shared<detail::join_set_state<T>>();
   std::size_t pending_ = 0;
+  std::size_t reserved_ = 0;  // outcomes a next() in flight waits for (so two next() wait for two)
 };
 
 }  // namespace corio

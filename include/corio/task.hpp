@@ -2,6 +2,7 @@
 // corio::task<T>: a lazy, move-only coroutine that produces one T (or an exception) for its awaiter.
 #include <coroutine>
 #include <exception>
+#include <type_traits>
 #include <utility>
 
 #include <corio/detail/coop_budget.hpp>
@@ -49,8 +50,26 @@ struct task_promise<void> : task_promise_common<void> {
 ///     corio::task<> caller() {
 ///       int x = co_await answer();   // starts answer(), resumes here when it finishes
 ///     }
+namespace detail {
+
+/// Whether a T can live in a coroutine frame, which gets the default new alignment and no more.
+template <class T>
+constexpr bool fits_frame_alignment() {
+  if constexpr (std::is_void_v<T> || std::is_reference_v<T>) {
+    return true;
+  } else {
+    return alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__;
+  }
+}
+
+}  // namespace detail
+
 template <class T>
 class [[nodiscard]] task {
+  static_assert(detail::fits_frame_alignment<T>(),
+                "corio::task<T>: a T aligned beyond the default new alignment cannot be stored in a coroutine "
+                "frame (it would be misaligned); return it through a std::unique_ptr");
+
  public:
   using promise_type = detail::task_promise<T>;
   using handle_type = std::coroutine_handle<promise_type>;
@@ -69,8 +88,9 @@ class [[nodiscard]] task {
     }
   }
 
-  /// True if this task still holds a coroutine that has not been awaited to completion.
-  bool valid() const noexcept { return handle_ && !handle_.done(); }
+  /// True if this task holds a coroutine that may be awaited or spawned now: not empty, not finished,
+  /// and not being awaited already.
+  bool valid() const noexcept { return handle_ && !handle_.done() && !handle_.promise().continuation_; }
 
   struct awaiter {
     handle_type handle_;
@@ -81,6 +101,10 @@ class [[nodiscard]] task {
       }
       if (handle_.done()) {
         throw invalid_task("corio::task: awaiting a task that was already awaited");
+      }
+      if (handle_.promise().continuation_) {
+        // Its first await is still suspended: a second would resume a coroutine parked elsewhere.
+        throw invalid_task("corio::task: awaiting a task that is already being awaited");
       }
       return false;
     }

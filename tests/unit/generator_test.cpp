@@ -125,4 +125,18 @@ TEST(generator, abandoning_iteration_midway_destroys_the_frame) {
   EXPECT_TRUE(watch.expired());
 }
 
+// generator<const T> did not compile: its lvalue overload and the copying one took the same const T&.
+TEST(generator, a_generator_of_const_values_yields_lvalues_and_temporaries) {
+  auto make = []() -> corio::generator<const int> {
+    int lvalue = 1;
+    co_yield lvalue;
+    co_yield 2;
+  };
+  std::vector<int> seen;
+  for (const int& value : make()) {
+    seen.push_back(value);
+  }
+  EXPECT_EQ(seen, (std::vector<int>{1, 2}));
+}
+
 }  // namespace

@@ -2,14 +2,17 @@
 #include <corio/runtime.hpp>
 #include <corio/task.hpp>
 #include <corio/time.hpp>
+#include <corio/when_all.hpp>
 #include <corio/when_any.hpp>
 #include <corio/yield.hpp>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -121,6 +124,28 @@ TEST(join_set, next_on_an_empty_set_returns_nullopt_at_once) {
     co_return !(co_await set.next()).has_value();
   }());
   EXPECT_TRUE(empty);
+}
+
+// Two next() in flight with one task pending both waited for it, and one of them for good (a review).
+TEST(join_set, two_next_in_flight_wait_for_different_outcomes) {
+  corio::runtime rt(two_workers());
+  auto taken = rt.block_on([]() -> corio::task<std::pair<std::optional<int>, std::optional<int>>> {
+    corio::join_set<int> set;
+    set.spawn(after(5ms, 1));
+    auto [first, second] = co_await corio::with_timeout(5s, corio::when_all(set.next(), set.next()));
+    co_return std::pair{first, second};
+  }());
+  EXPECT_EQ(taken.first, std::optional<int>(1));
+  EXPECT_EQ(taken.second, std::nullopt);
+  auto both = rt.block_on([]() -> corio::task<std::vector<int>> {
+    corio::join_set<int> set;
+    set.spawn(after(5ms, 1));
+    set.spawn(after(10ms, 2));
+    auto [first, second] = co_await corio::with_timeout(5s, corio::when_all(set.next(), set.next()));
+    co_return std::vector<int>{first.value_or(0), second.value_or(0)};
+  }());
+  std::sort(both.begin(), both.end());
+  EXPECT_EQ(both, (std::vector<int>{1, 2}));
 }
 
 }  // namespace

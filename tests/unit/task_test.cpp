@@ -1,8 +1,12 @@
+#include <corio/event_loop.hpp>
 #include <corio/sync_wait.hpp>
 #include <corio/task.hpp>
+#include <corio/time.hpp>
+#include <corio/when_all.hpp>
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -140,6 +144,25 @@ TEST(task, valid_reports_awaitable_state) {
   EXPECT_FALSE(t.valid());
   corio::task<int> empty;
   EXPECT_FALSE(empty.valid());
+}
+
+// The first await still suspended, a second one resumed the task from where it was parked (its sleep
+// cut short) and then hung (a review).
+TEST(task, awaiting_a_task_that_is_already_being_awaited_throws_invalid_task) {
+  corio::event_loop loop;
+  int resumed = 0;
+  auto slow = [](int& resumed) -> corio::task<int> {
+    co_await corio::sleep_for(std::chrono::milliseconds(20));
+    ++resumed;
+    co_return 1;
+  };
+  corio::task<int> shared = slow(resumed);
+  auto await_it = [](corio::task<int>& t) -> corio::task<int> { co_return co_await t; };
+  auto both = [&]() -> corio::task<void> {
+    (void)co_await corio::when_all(await_it(shared), await_it(shared));
+  };
+  EXPECT_THROW(loop.block_on(both()), corio::invalid_task);
+  EXPECT_LE(resumed, 1);  // resumed by its sleep once at most (when_all may cancel it), never twice
 }
 
 }  // namespace
