@@ -38,8 +38,7 @@ def _binary(ctx: Context, impl: str) -> str:
 
 
 def cells(ctx: Context) -> list[Cell]:
-    all_threads = os.cpu_count() or 1
-    thread_counts = sorted({1, all_threads})
+    thread_counts = _scheduled_threads()
     impls = IMPLS
     if not Path(_binary(ctx, "corio")).exists():
         # bench/cpp skips spawn_bench when the installed corio lacks corio/runtime.hpp or corio/event.hpp.
@@ -104,11 +103,21 @@ def chart(results: Results, path) -> None:
     charts.save(fig, path)
 
 
+def settings(ctx: Context) -> dict:
+    """Stored with the results, so that the report judges the thread counts this machine scheduled."""
+    return {"threads": ",".join(str(t) for t in _scheduled_threads())}
+
+
+def _scheduled_threads() -> list[int]:
+    return sorted({1, os.cpu_count() or 1})
+
+
 def targets(results: Results) -> list:
-    # The thread counts scheduled (1 and every core) as well as those present: a count whose runs all
-    # failed is a miss with no data, not a target left out.
+    # The thread counts the run scheduled (stored with the results; results from before they were
+    # stored: those present and 1), so that a count whose runs all failed is a miss with no data.
     found = []
-    threads = sorted(set(_threads(results)) | {"1", str(os.cpu_count() or 1)}, key=int)
+    scheduled = (results.meta.get("settings") or {}).get("threads")
+    threads = sorted(set(_threads(results)) | {"1"} | set(scheduled.split(",") if scheduled else []), key=int)
     for case in ("spawn_join", "ping_pong"):
         for t in threads:
             corio = _rate(results, "corio", t, case)

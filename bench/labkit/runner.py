@@ -43,6 +43,9 @@ def _run_once(cell: Cell, columns: list[str], timeout: int) -> dict[str, str]:
             os.killpg(process.pid, signal.SIGKILL)
             process.communicate()
             raise ValueError(f"timed out after {timeout}s") from None
+        except BaseException:  # Ctrl-C, which its own session no longer receives: it goes too
+            os.killpg(process.pid, signal.SIGKILL)
+            raise
     if process.returncode != 0:
         raise ValueError(f"exit {process.returncode}: {stderr.strip()}")
     return _parse_row(stdout, columns)

@@ -35,9 +35,12 @@ def context(claim: str, where: str, numerator: float | None, denominator: float 
 
 
 def shown(ratio: float, limit: float | None) -> str:
-    """A ratio as the report prints it: two decimals, or three where two would round it onto its limit
-    (0.9492 against >= 0.95 reads "0.949x", not a "0.95x" marked as missed)."""
-    digits = 3 if limit is not None and abs(ratio - limit) < 0.005 else 2
+    """A ratio as the report prints it: two decimals, or as many more as it takes not to print a ratio that
+    misses (or meets) its limit as the limit itself (0.9492 against >= 0.95 reads "0.949x", not a "0.95x"
+    marked as missed)."""
+    digits = 2
+    while limit is not None and ratio != limit and digits < 6 and float(f"{ratio:.{digits}f}") == limit:
+        digits += 1
     return f"{ratio:.{digits}f}x"
 
 

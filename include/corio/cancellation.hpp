@@ -51,7 +51,7 @@ task<await_result_t<Awaitable>> as_task(Awaitable awaitable) {
 template <class T>
 task<T> shield(task<T> body) {
   if (!body.valid()) {
-    throw invalid_task("corio::shield: empty or finished task");
+    throw invalid_task("corio::shield: empty, finished or already awaited task");
   }
   auto handle = body.release();
   handle.promise().stop_ = &detail::never_stops;
@@ -72,7 +72,7 @@ task<detail::await_result_t<Awaitable>> shield(Awaitable awaitable) {
 template <class T>
 task<T> with_stop_token(std::stop_token token, task<T> body) {
   if (!body.valid()) {
-    throw invalid_task("corio::with_stop_token: empty or finished task");
+    throw invalid_task("corio::with_stop_token: empty, finished or already awaited task");
   }
   detail::stop_state* outer = co_await detail::current_stop_token{};
   detail::operand_stop stop;  // the body's own state, stopped by the awaiting task's and by `token`

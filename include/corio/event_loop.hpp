@@ -105,9 +105,9 @@ class event_loop final : private detail::executor {
   event_loop();
   /// A loop whose reactor uses `backend` for I/O (see corio/io_backend.hpp).
   explicit event_loop(io_backend backend);
-  /// Destroys the tasks that never finished and the functors that never ran. Must not run while a
-  /// thread runs the loop (from one of its tasks, or from another thread during run()): that aborts
-  /// the process with a message.
+  /// Destroys the tasks that never finished and the functors that never ran. Must not run while
+  /// another thread runs the loop: that aborts the process with a message. From one of the loop's own
+  /// tasks it is only safe on the way out of the process (std::exit and a static loop).
   ~event_loop();
   event_loop(const event_loop&) = delete;
   event_loop& operator=(const event_loop&) = delete;
@@ -182,7 +182,9 @@ class event_loop final : private detail::executor {
   bool stopped() const noexcept { return posts_.closed(); }
 
   /// Thread-safe and lock-free. Queues `functor` to run on the loop thread, in FIFO order with the
-  /// other functors posted by the calling thread. Functors of up to 64 bytes (aligned to at most 8) are
+  /// other functors posted by the calling thread (except posts from thread_local destructors at the
+  /// thread's exit, once its post channels are gone: each of those goes alone, in no set order).
+  /// Throws what copying or moving the functor throws, with nothing queued. Functors of up to 64 bytes (aligned to at most 8) are
   /// stored in place (no allocation). Returns false, without taking the functor, if the loop is
   /// stopped. A functor that was accepted runs unless the loop is destroyed first, in which case it is
   /// destroyed unrun.

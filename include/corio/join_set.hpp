@@ -1,6 +1,7 @@
 #pragma once
 // corio::join_set<T>: spawn many tasks, take their results in completion order (tokio's JoinSet, Go's
 // errgroup without the context).
+#include <atomic>
 #include <coroutine>
 #include <cstddef>
 #include <deque>
@@ -153,14 +154,14 @@ class join_set {
   join_set() = default;
   join_set(join_set&& other) noexcept
       : state_(std::move(other.state_)),
-        pending_(std::exchange(other.pending_, 0)),
-        reserved_(std::exchange(other.reserved_, 0)) {}
+        pending_(other.pending_.exchange(0)),
+        reserved_(other.reserved_.exchange(0)) {}
   join_set& operator=(join_set&& other) noexcept {
     if (this != &other) {
       cancel_all();
       state_ = std::move(other.state_);
-      pending_ = std::exchange(other.pending_, 0);
-      reserved_ = std::exchange(other.reserved_, 0);
+      pending_ = other.pending_.exchange(0);
+      reserved_ = other.reserved_.exchange(0);
     }
     return *this;
   }
@@ -174,7 +175,7 @@ class join_set {
       throw std::logic_error("corio::join_set::spawn: no event loop or runtime runs on this thread");
     }
     if (!body.valid()) {
-      throw invalid_task("corio::join_set::spawn: empty or finished task");
+      throw invalid_task("corio::join_set::spawn: empty, finished or already awaited task");
     }
     if (!state_) {
       throw invalid_task("corio::join_set::spawn: the set was moved from");
@@ -197,8 +198,8 @@ class join_set {
   [[nodiscard]] detail::join_set_next<T> next() noexcept { return detail::join_set_next<T>{this}; }
 
   /// Tasks spawned and not yet returned by next().
-  std::size_t size() const noexcept { return pending_; }
-  bool empty() const noexcept { return pending_ == 0; }
+  std::size_t size() const noexcept { return pending_.load(); }
+  bool empty() const noexcept { return pending_.load() == 0; }
 
   /// Thread-safe: asks every task still running to stop.
   void cancel_all() {
@@ -211,8 +212,10 @@ class join_set {
   friend class detail::join_set_next_awaiter<T>;
 
   std::shared_ptr<detail::join_set_state<T>> state_ = std::make_shared<detail::join_set_state<T>>();
-  std::size_t pending_ = 0;
-  std::size_t reserved_ = 0;  // outcomes a next() in flight waits for (so two next() wait for two)
+  // Atomic: two next() of one when_all may finish on two workers at once. pending_ >= reserved_ always
+  // (a next() reserves only below pending_, and gives its reservation back before taking an outcome).
+  std::atomic<std::size_t> pending_{0};
+  std::atomic<std::size_t> reserved_{0};  // outcomes a next() in flight waits for (two next() wait for two)
 };
 
 }  // namespace corio

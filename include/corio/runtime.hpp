@@ -57,7 +57,8 @@ class runtime {
   static constexpr std::size_t max_workers = 4096;
 
   struct options {
-    /// Worker threads; 0 means one per CPU this process may run on (its affinity mask).
+    /// Worker threads; 0 means one per CPU the constructing thread may run on (its affinity mask, which
+    /// taskset or a container's cpuset sets for the whole process).
     std::size_t workers = 0;
     /// Upper bound on spawn_blocking threads; at least 1 (0 throws std::invalid_argument).
     std::size_t max_blocking_threads = 64;

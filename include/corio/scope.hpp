@@ -144,7 +144,7 @@ class task_scope {
       throw std::logic_error("corio::task_scope::spawn: no event loop or runtime runs on this thread");
     }
     if (!body.valid()) {
-      throw invalid_task("corio::task_scope::spawn: empty or finished task");
+      throw invalid_task("corio::task_scope::spawn: empty, finished or already awaited task");
     }
     if (!state_) {
       throw invalid_task("corio::task_scope::spawn: the scope was moved from");

@@ -97,12 +97,13 @@ event_loop::event_loop(io_backend backend)
       })) {}
 
 event_loop::~event_loop() {
-  if (running_.load(std::memory_order_acquire)) {
-    // Inside one of its own tasks, or from another thread during run(): either way its frames and its
-    // parker would be freed under the thread running it (a silent use-after-free, or a run() asleep
-    // for good in a freed parker). Loud, as a runtime destroyed on its own worker is.
-    std::fputs("corio::event_loop: destroyed while a thread runs it (from one of its tasks, or from another "
-               "thread during run()): stop() it and let run() return first\n",
+  if (running_.load(std::memory_order_acquire) && detail::current_loop != this) {
+    // From another thread during run(): its frames and its parker would be freed under the thread
+    // running it, which would sleep for good in a freed parker. Loud, as a runtime destroyed on its own
+    // worker is. (On its own thread, from one of its tasks, it goes on: that is how std::exit() in a
+    // task reaches a static loop, and the process ends right after.)
+    std::fputs("corio::event_loop: destroyed by another thread while a thread runs it: stop() it and let "
+               "run() return first\n",
                stderr);
     std::abort();
   }

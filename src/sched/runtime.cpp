@@ -14,8 +14,8 @@
 namespace corio {
 namespace {
 
-// The CPUs this process may run on (its affinity mask: taskset, a container's cpuset), else the
-// online ones.
+// The CPUs the calling thread may run on (its affinity mask, which taskset or a container's cpuset
+// sets for the whole process), else the online ones.
 std::size_t default_workers() {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);

@@ -4,9 +4,8 @@ target, how it prints a ratio, and how a run that hangs is stopped. Run by `make
     python3 -m unittest discover -s tests/lab
 """
 
-import os
-import subprocess
 import sys
+import tempfile
 import time
 import unittest
 from pathlib import Path
@@ -18,10 +17,10 @@ from experiments import chan, coro, spawn  # noqa: E402
 from labkit.report import _measured  # noqa: E402
 from labkit.results import Aggregate, Results  # noqa: E402
 from labkit.runner import Cell, _run_once  # noqa: E402
-from labkit.targets import at_least  # noqa: E402
+from labkit.targets import at_least, at_most  # noqa: E402
 
 
-def results_of(rows: list[dict[str, str]], mode: str = "full") -> Results:
+def results_of(rows: list[dict[str, str]], mode: str = "full", settings: dict | None = None) -> Results:
     made = []
     for values in rows:
         row = Aggregate(dict(values))
@@ -31,18 +30,28 @@ def results_of(rows: list[dict[str, str]], mode: str = "full") -> Results:
             except ValueError:
                 pass
         made.append(row)
-    return Results(made, {"mode": mode})
+    return Results(made, {"mode": mode, "settings": settings or {}})
 
 
 def scored_without_data(targets) -> int:
     return sum(target.scored and target.ratio is None for target in targets)
 
 
+def running(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie, killed and not yet reaped by init, is not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 class ShownRatio(unittest.TestCase):
-    def test_a_ratio_two_decimals_would_round_onto_its_limit_gets_three(self):
+    def test_a_ratio_two_decimals_would_round_onto_its_limit_gets_more(self):
         missed = at_least("a / b", "here", 0.9492, 1.0, 0.95)
         self.assertFalse(missed.passed)
         self.assertEqual(_measured(missed), "0.949x")
+        self.assertEqual(_measured(at_least("a / b", "here", 0.9496, 1.0, 0.95)), "0.9496x")
+        self.assertEqual(_measured(at_most("a / b", "here", 1.0004, 1.0, 1)), "1.0004x")
 
     def test_other_ratios_keep_two_decimals(self):
         self.assertEqual(_measured(at_least("a / b", "here", 1.234, 1.0, 0.95)), "1.23x")
@@ -72,21 +81,25 @@ class ScheduledSizesAreJudged(unittest.TestCase):
     def test_spawn_counts_a_missing_thread_count_as_misses(self):
         rows = [{"impl": impl, "threads": "1", "case": case, "ops": "100", "seconds": "1", "ops_per_sec": "100"}
                 for impl in spawn.IMPLS for case in ("spawn_join", "ping_pong", "fanout")]
-        targets = spawn.targets(results_of(rows))
-        if (os.cpu_count() or 1) == 1:
-            self.skipTest("one core: the run schedules one thread count only")
-        # at every core: spawn_join and ping_pong against tokio and Go, and the fan-out's scaling
+        # The run scheduled 1 and 8 threads (stored with its results), whatever this machine has.
+        targets = spawn.targets(results_of(rows, settings={"threads": "1,8"}))
+        # at 8: spawn_join and ping_pong against tokio and Go, and the fan-out's scaling
         self.assertEqual(scored_without_data(targets), 5)
+        self.assertIn("threads=8", " ".join(target.claim + target.where for target in targets))
 
 
 class RunTimeout(unittest.TestCase):
     def test_a_run_that_times_out_is_stopped_with_what_it_started(self):
-        marker = f"sleep {1000 + int(time.time()) % 1000}.5"
-        with self.assertRaisesRegex(ValueError, "timed out"):
-            _run_once(Cell("hangs", ["sh", "-c", f"{marker} & {marker}; echo 1"]), ["a"], 1)
-        time.sleep(0.2)
-        left = subprocess.run(["pgrep", "-f", f"^{marker}$"], capture_output=True, text=True).stdout.split()
-        self.assertEqual(left, [], "the timed-out run's child is still running")
+        with tempfile.TemporaryDirectory() as scratch:
+            pid_file = Path(scratch) / "child.pid"
+            script = f"sleep 300 & echo $! > {pid_file}; sleep 300; echo 1"
+            with self.assertRaisesRegex(ValueError, "timed out"):
+                _run_once(Cell("hangs", ["sh", "-c", script]), ["a"], 1)
+            child = int(pid_file.read_text())
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and running(child):
+            time.sleep(0.05)
+        self.assertFalse(running(child), "the timed-out run's child is still running")
 
     def test_a_failing_run_reports_its_status_and_stderr(self):
         with self.assertRaisesRegex(ValueError, "exit 3: bad"):
