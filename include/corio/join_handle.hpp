@@ -26,13 +26,14 @@ namespace corio {
 /// throws corio::invalid_task. If the awaiting task is itself cancelled while it waits, it asks the
 /// joined task to stop too and throws corio::cancelled at once, without waiting for it (so
 /// `with_timeout(d, std::move(h))` returns at its deadline). A handle awaited in place (`co_await h`)
-/// is then still valid and may be awaited again for the task's outcome (corio::cancelled, unless the
-/// task shields itself); one moved into with_timeout is dropped with it (its task is detached).
+/// is then still valid and may be awaited again, from a task not being cancelled, for the joined
+/// task's outcome (corio::cancelled, unless it shields itself); one moved into with_timeout is dropped
+/// with it (its task is detached).
 /// Dropping a handle detaches the task: it keeps running, and an exception escaping it
 /// is reported by its executor (a runtime's unhandled-exception hook, an event_loop's run()), even if
-/// that happens after the task finished. Not thread-safe: cancel() may be called from any thread, but
-/// not while the handle itself is being joined, detached, moved or destroyed on another (it reads the
-/// handle, and a join frees the record behind it).
+/// that happens after the task finished. Not thread-safe, except cancel(), which may be called from
+/// any thread while the handle is being awaited, but not while it is detached, moved or destroyed
+/// (a joined handle keeps its task's record until then).
 ///
 ///     corio::join_handle<int> h = corio::spawn(compute());
 ///     h.cancel();                            // optional: ask it to stop
@@ -42,15 +43,20 @@ class [[nodiscard]] join_handle {
  public:
   join_handle() noexcept = default;
   explicit join_handle(detail::join_state<T>* state) noexcept : state_(state) {}
-  join_handle(join_handle&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+  join_handle(join_handle&& other) noexcept
+      : state_(std::exchange(other.state_, nullptr)),
+        joined_(other.joined_.exchange(false, std::memory_order_relaxed)) {}
   join_handle& operator=(join_handle other) noexcept {
     std::swap(state_, other.state_);
+    bool joined = joined_.load(std::memory_order_relaxed);
+    joined_.store(other.joined_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    other.joined_.store(joined, std::memory_order_relaxed);
     return *this;
   }
   ~join_handle() { detach(); }
 
   /// True while the handle refers to a task that has not been joined or detached.
-  bool valid() const noexcept { return state_ != nullptr; }
+  bool valid() const noexcept { return state_ != nullptr && !joined_.load(std::memory_order_acquire); }
 
   /// True once the task has finished (or was destroyed by its executor's shutdown).
   bool is_finished() const noexcept {
@@ -58,19 +64,24 @@ class [[nodiscard]] join_handle {
   }
 
   /// Asks the task to stop: its current or next suspension point completes with corio::cancelled.
-  /// From any thread, but not at the same time as a join, detach, move or destruction of this handle
-  /// (see above). Throws corio::invalid_task on an empty handle.
+  /// From any thread, a join of this handle in progress included, but not at the same time as its
+  /// detach, move or destruction. Throws corio::invalid_task on an empty (detached, moved-from or
+  /// joined) handle.
   void cancel() const {
-    if (state_ == nullptr) {
+    if (!valid()) {
       throw invalid_task("corio::join_handle::cancel: empty (detached, moved-from or joined) handle");
     }
-    state_->stop.request_stop();
+    state_->stop.request_stop();  // a join finishing meanwhile keeps the record: the handle holds it
   }
 
   /// Lets the task run on unobserved; the handle becomes empty. No-op on an empty handle.
   void detach() noexcept {
     detail::join_state<T>* state = std::exchange(state_, nullptr);
     if (state == nullptr) {
+      return;
+    }
+    if (joined_.exchange(false, std::memory_order_relaxed)) {
+      state->release();  // joined: the outcome was taken, nothing is left to report
       return;
     }
     // Store, then load: seq_cst against end_join's CAS, then load (root.hpp, "Detach versus finish").
@@ -93,7 +104,7 @@ class [[nodiscard]] join_handle {
     }
 
     bool await_ready() const {
-      if (handle_.state_ == nullptr) {
+      if (!handle_.valid()) {
         throw invalid_task("corio::join_handle: awaiting an empty (detached, moved-from or joined) handle");
       }
       return false;
@@ -133,11 +144,10 @@ class [[nodiscard]] join_handle {
       if (cancelled_) {
         throw cancelled();
       }
-      detail::join_state<T>* state = std::exchange(handle_.state_, nullptr);
-      struct release_on_exit {
-        detail::join_state<T>* state;
-        ~release_on_exit() { state->release(); }
-      } guard{state};
+      // Joined: the handle keeps the record until it is dropped, so that a cancel() racing this join on
+      // another thread still finds it (it then asks a finished task to stop, which does nothing).
+      detail::join_state<T>* state = handle_.state_;
+      handle_.joined_.store(true, std::memory_order_release);
       // Joined: no report will need the record's copy of a failure. Dropped here, so the exception's
       // last reference goes on this thread, which handles it, not on the finishing worker (which
       // ThreadSanitizer, blind to the exception's reference count, would report as a race).
@@ -195,6 +205,7 @@ class [[nodiscard]] join_handle {
 
  private:
   detail::join_state<T>* state_ = nullptr;
+  std::atomic<bool> joined_{false};  // awaited to the end (written by the join, read by cancel())
 };
 
 namespace detail {
