@@ -25,10 +25,10 @@ namespace corio {
 /// A handle is joined at most once: awaiting it again, or awaiting a detached or moved-from handle,
 /// throws corio::invalid_task. If the awaiting task is itself cancelled while it waits, it asks the
 /// joined task to stop too and throws corio::cancelled at once, without waiting for it (so
-/// `with_timeout(d, std::move(h))` returns at its deadline). A handle awaited in place (`co_await h`)
-/// is then still valid and may be awaited again, from a task not being cancelled, for the joined
-/// task's outcome (corio::cancelled, unless it shields itself); one moved into with_timeout is dropped
-/// with it (its task is detached).
+/// `with_timeout(d, h)` returns at its deadline). A handle awaited in place (`co_await h`,
+/// `with_timeout(d, h)`) is then still valid and may be awaited again, from a task not being
+/// cancelled, for the joined task's outcome (corio::cancelled, unless it shields itself); one moved
+/// into with_timeout (`std::move(h)`) is dropped with it (its task is detached).
 /// Dropping a handle detaches the task: it keeps running, and an exception escaping it
 /// is reported by its executor (a runtime's unhandled-exception hook, an event_loop's run()), even if
 /// that happens after the task finished. Not thread-safe, except cancel(), which may be called from

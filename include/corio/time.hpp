@@ -121,12 +121,15 @@ template <class Rep, class Period>
 /// is a timer on the awaiting thread's loop or worker, or, for a socket operation that io_uring issues
 /// as one request, a timeout the kernel links to that request; either costs no frame and no lock, so
 /// re-arming it on every read is cheap. Await it from a corio::task; it is an awaitable, not a task (wrap it in
-/// one to spawn it). Cancelling the awaiting task cancels the operation as usual.
+/// one to spawn it). Cancelling the awaiting task cancels the operation as usual. An lvalue operand is
+/// awaited in place, not moved: `with_timeout(d, handle)` leaves a join_handle valid (and its task
+/// asked to stop) at the deadline, so it can be awaited again; it must outlive the await.
 ///
 ///     auto n = co_await corio::with_timeout(30s, stream.read_some(buffer));
 template <class Rep, class Period, class Awaitable>
-[[nodiscard]] detail::timeout_awaiter<std::remove_cvref_t<Awaitable>> with_timeout(
-    std::chrono::duration<Rep, Period> duration, Awaitable&& operation) {
+[[nodiscard]] detail::timeout_awaiter<
+    std::conditional_t<std::is_lvalue_reference_v<Awaitable>, Awaitable, std::remove_cvref_t<Awaitable>>>
+with_timeout(std::chrono::duration<Rep, Period> duration, Awaitable&& operation) {
   return {detail::deadline_after<clock>(duration), std::forward<Awaitable>(operation)};
 }
 

@@ -1,3 +1,4 @@
+#include <corio/cancellation.hpp>
 #include <corio/event_loop.hpp>
 #include <corio/join_handle.hpp>
 #include <corio/runtime.hpp>
@@ -232,6 +233,23 @@ TEST(join_handle, cancel_from_another_thread_races_a_join_safely) {
   for (auto& handle : handles) {
     EXPECT_FALSE(handle.valid());  // joined: empty for every purpose but the record it keeps
   }
+}
+
+// with_timeout(d, std::move(h)) detached the task at the deadline, though the doc said the handle stayed
+// valid, and with_timeout(d, h) did not compile (a review). An lvalue is now awaited in place.
+TEST(join_handle, with_timeout_on_a_handle_lvalue_leaves_it_joinable) {
+  corio::event_loop loop;
+  loop.block_on([]() -> corio::task<void> {
+    auto slow = []() -> corio::task<int> {
+      co_await corio::sleep_for(50ms);
+      co_return 42;
+    };
+    corio::join_handle<int> handle = corio::spawn(corio::shield(slow()));
+    EXPECT_THROW(co_await corio::with_timeout(5ms, handle), corio::timed_out);
+    EXPECT_TRUE(handle.valid());
+    EXPECT_EQ(co_await handle, 42);  // shielded: it finished despite the deadline's stop request
+    EXPECT_FALSE(handle.valid());
+  });
 }
 
 }  // namespace

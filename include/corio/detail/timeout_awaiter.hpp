@@ -83,7 +83,7 @@ class timeout_awaiter : private timer {
       : timer(deadline, &on_fire), operand_(std::forward<Operand>(operand)) {}
   /// Only before it is awaited (when_any and spawn take awaitables by value).
   timeout_awaiter(timeout_awaiter&& other) noexcept(std::is_nothrow_move_constructible_v<Awaitable>)
-      : timer(other.deadline(), &on_fire), operand_(std::move(other.operand_)) {}
+      : timer(other.deadline(), &on_fire), operand_(std::forward<Awaitable>(other.operand_)) {}
   timeout_awaiter& operator=(timeout_awaiter&&) = delete;
   ~timeout_awaiter() {
     if (armed()) {
@@ -92,7 +92,7 @@ class timeout_awaiter : private timer {
   }
 
   bool await_ready() {
-    inner_.emplace(std::move(operand_));
+    inner_.emplace(std::forward<Awaitable>(operand_));  // an lvalue operand is awaited in place
     return inner_->awaiter.await_ready();
   }
 
@@ -140,7 +140,7 @@ class timeout_awaiter : private timer {
   // The operand's awaiter, built in place (it may be neither copyable nor movable).
   struct inner {
     awaiter_t<Awaitable> awaiter;
-    explicit inner(Awaitable&& operand) : awaiter(get_awaiter(std::move(operand))) {}
+    explicit inner(Awaitable&& operand) : awaiter(get_awaiter(std::forward<Awaitable>(operand))) {}
   };
 
   using operand_awaiter = std::remove_cvref_t<awaiter_t<Awaitable>>;
@@ -195,7 +195,7 @@ class timeout_awaiter : private timer {
   promise_base* chain_ = nullptr;
   stop_state* outer_ = nullptr;
   bool outer_shares_executor_ = false;
-  Awaitable operand_;
+  Awaitable operand_;  // a reference for an lvalue operand (with_timeout), else the operand itself
   std::optional<inner> inner_;
 };
 
