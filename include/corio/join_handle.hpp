@@ -58,6 +58,9 @@ class [[nodiscard]] join_handle {
   /// True while the handle refers to a task that has not been joined or detached.
   bool valid() const noexcept { return state_ != nullptr && !joined_.load(std::memory_order_acquire); }
 
+  /// Whether this handle's task is the one whose record is `root` (a task's detail::current_root()).
+  bool refers_to(const detail::root_base* root) const noexcept { return state_ != nullptr && state_ == root; }
+
   /// True once the task has finished (or was destroyed by its executor's shutdown).
   bool is_finished() const noexcept {
     return state_ != nullptr && state_->phase.load(std::memory_order_acquire) == detail::join_phase::finished;

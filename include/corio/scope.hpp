@@ -26,7 +26,6 @@ struct scope_state {
   child_handles children;                   // guarded by mutex
   std::exception_ptr first_failure;         // guarded by mutex
   bool failure_observed = false;            // guarded by mutex: join() rethrew it
-  bool abandoned = false;                   // guarded by mutex: the scope was destroyed unjoined
   bool cancelling = false;                  // guarded by mutex: children spawned from now on start cancelled
 
   /// Cancels every child, and (sticky) every child spawned later: a child that spawns a sibling while
@@ -47,38 +46,38 @@ struct scope_state {
     children.add(std::move(handle));
   }
 
-  /// A child failed. The first failure cancels the siblings; if the scope is already gone, nobody
-  /// will join it, so it goes to the executor's unhandled-exception report instead of being lost.
+  /// A failure that no join() rethrew goes to the executor's unhandled-exception report instead of
+  /// being lost, once nobody can join any more: the scope, every join() in progress and every child
+  /// hold this state, so it dies after the last of them. (Decided when a failure happened, a join()
+  /// still waiting when its scope went rethrew a failure that was reported as well.)
+  ~scope_state() {
+    if (first_failure && !failure_observed) {
+      report_failure(first_failure);
+    }
+  }
+  scope_state() = default;
+  scope_state(const scope_state&) = delete;
+  scope_state& operator=(const scope_state&) = delete;
+
+  /// A child failed. The first failure cancels the siblings.
   void record_failure(std::exception_ptr failure) {
-    bool report = false;
     {
       std::lock_guard lock(mutex);
       if (first_failure) {
         return;
       }
       first_failure = failure;
-      report = abandoned;
-    }
-    if (report) {
-      report_failure(failure);
     }
     cancel_all();
   }
 
-  /// The scope is destroyed: cancel the children, and report a failure that join() never saw.
-  void abandon() {
-    std::exception_ptr unseen;
-    {
-      std::lock_guard lock(mutex);
-      abandoned = true;
-      if (first_failure && !failure_observed) {
-        unseen = first_failure;
-      }
-    }
-    if (unseen) {
-      report_failure(unseen);
-    }
-    cancel_all();
+  /// The scope is destroyed: cancel the children.
+  void abandon() { cancel_all(); }
+
+  /// Whether the task whose record is `root` is one of this scope's children.
+  bool has_child(const root_base* root) {
+    std::lock_guard lock(mutex);
+    return root != nullptr && children.contains(root);
   }
 
   static void report_failure(std::exception_ptr failure) noexcept {
@@ -168,11 +167,30 @@ class task_scope {
     spawn(detail::invoke_keeping(std::decay_t<F>(std::forward<F>(make))));
   }
 
-  /// Waits until every child has finished; rethrows the first failure.
-  task<void> join() {
-    std::shared_ptr<detail::scope_state> state = state_;
+  /// Waits until every child has finished; rethrows the first failure. The join holds the scope's
+  /// children from the call on, so the scope may be moved or destroyed before it is awaited. Throws
+  /// std::logic_error when awaited from one of the scope's own children (it would wait for itself).
+  task<void> join() { return join_on(state_); }
+
+  /// Thread-safe: cancels every child (each sees corio::cancelled at its next suspension point).
+  /// A child that ends with corio::cancelled is not a failure, so a later join() returns normally
+  /// once every child has stopped (as a cancelled Trio nursery or Kotlin job does), and still
+  /// rethrows a failure a child had on its own. To tell the awaiting task, throw corio::cancelled
+  /// after the join.
+  void cancel() {
+    if (state_) {
+      state_->cancel_all();
+    }
+  }
+
+ private:
+  static task<void> wait_for(std::shared_ptr<detail::scope_state> state) { co_await state->running.wait(); }
+  static task<void> join_on(std::shared_ptr<detail::scope_state> state) {
     if (!state) {
       co_return;  // moved from: no children
+    }
+    if (state->has_child(co_await detail::current_root())) {
+      throw std::logic_error("corio::task_scope::join: awaited from one of the scope's own children");
     }
     bool cancelled_while_joining = false;
     try {
@@ -191,20 +209,6 @@ class task_scope {
       std::rethrow_exception(state->first_failure);
     }
   }
-
-  /// Thread-safe: cancels every child (each sees corio::cancelled at its next suspension point).
-  /// A child that ends with corio::cancelled is not a failure, so a later join() returns normally
-  /// once every child has stopped (as a cancelled Trio nursery or Kotlin job does), and still
-  /// rethrows a failure a child had on its own. To tell the awaiting task, throw corio::cancelled
-  /// after the join.
-  void cancel() {
-    if (state_) {
-      state_->cancel_all();
-    }
-  }
-
- private:
-  static task<void> wait_for(std::shared_ptr<detail::scope_state> state) { co_await state->running.wait(); }
   void abandon() noexcept {
     if (state_) {
       state_->abandon();

@@ -301,4 +301,68 @@ TEST(task_scope, a_child_spawned_after_the_scope_was_cancelled_or_failed_starts_
   EXPECT_EQ(saw_cancelled.load(), 2);
 }
 
+// Found by a review: the three tests below failed (a double report, a skipped or use-after-free join,
+// a hang).
+TEST(task_scope, a_failure_a_join_rethrew_is_not_reported_when_the_scope_went_during_the_join) {
+  std::atomic<int> reported{0};
+  corio::runtime rt(corio::runtime::options{
+      .workers = 2, .max_blocking_threads = 4, .on_unhandled_exception = [&](std::exception_ptr) { ++reported; }});
+  bool rethrown = rt.block_on([]() -> corio::task<bool> {
+    auto* scope = new corio::task_scope;
+    scope->spawn([scope]() -> corio::task<void> {
+      co_await corio::sleep_for(5ms);
+      delete scope;  // gone while its join() still waits
+    });
+    scope->spawn([]() -> corio::task<void> {
+      co_await corio::shield(corio::sleep_for(30ms));
+      throw std::runtime_error("boom");
+    });
+    try {
+      co_await scope->join();
+    } catch (const std::runtime_error&) {
+      co_return true;
+    }
+    co_return false;
+  }());
+  EXPECT_TRUE(rethrown);
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(reported.load(), 0);
+}
+
+TEST(task_scope, a_join_made_before_the_scope_moves_still_waits_for_its_children) {
+  corio::runtime rt(two_workers());
+  std::atomic<bool> child_done{false};
+  rt.block_on([&]() -> corio::task<void> {
+    auto scope = std::make_unique<corio::task_scope>();
+    scope->spawn([&child_done]() -> corio::task<void> {
+      co_await corio::sleep_for(30ms);
+      child_done = true;
+    });
+    corio::task<void> join = scope->join();
+    corio::task_scope moved = std::move(*scope);
+    scope.reset();
+    co_await std::move(join);
+    EXPECT_TRUE(child_done.load());
+  }());
+}
+
+TEST(task_scope, join_from_one_of_its_own_children_throws_logic_error) {
+  corio::runtime rt(two_workers());
+  bool refused = rt.block_on([]() -> corio::task<bool> {
+    corio::task_scope scope;
+    auto result = std::make_shared<std::atomic<bool>>(false);
+    scope.spawn([&scope, result]() -> corio::task<void> {
+      co_await corio::sleep_for(5ms);  // its handle is adopted by then
+      try {
+        co_await scope.join();
+      } catch (const std::logic_error&) {
+        *result = true;
+      }
+    });
+    co_await corio::with_timeout(5s, scope.join());
+    co_return result->load();
+  }());
+  EXPECT_TRUE(refused);
+}
+
 }  // namespace

@@ -35,6 +35,12 @@ class child_handles {
     }
   }
 
+  /// Whether one of the handles is that of the task whose record is `root`.
+  bool contains(const root_base* root) const noexcept {
+    return std::any_of(handles_.begin(), handles_.end(),
+                       [root](const join_handle<void>& each) { return each.refers_to(root); });
+  }
+
   std::size_t size() const noexcept { return handles_.size(); }
 
  private:

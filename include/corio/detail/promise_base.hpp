@@ -107,6 +107,21 @@ inline stop_state* stop_of(const promise_base* promise) noexcept {
   return promise != nullptr ? promise->stop_ : nullptr;
 }
 
+/// `co_await current_root()`: the record of the spawned task the awaiting chain belongs to, or null (a
+/// chain nobody spawned). Never suspends.
+struct current_root_query {
+  root_base* root = nullptr;
+  bool await_ready() const noexcept { return false; }
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> self) noexcept {
+    promise_base* chain = chain_of(self);
+    root = chain != nullptr ? chain->root_ : nullptr;
+    return false;
+  }
+  root_base* await_resume() const noexcept { return root; }
+};
+inline current_root_query current_root() noexcept { return {}; }
+
 /// The cancellation token of the coroutine behind `handle`, if its promise carries one.
 template <class Promise>
 stop_state* stop_token_of(std::coroutine_handle<Promise> handle) noexcept {
