@@ -169,7 +169,9 @@ class task_scope {
 
   /// Waits until every child has finished; rethrows the first failure. The join holds the scope's
   /// children from the call on, so the scope may be moved or destroyed before it is awaited. Throws
-  /// std::logic_error when awaited from one of the scope's own children (it would wait for itself).
+  /// std::logic_error when awaited from one of the scope's own children (it would wait for itself);
+  /// a child that joins before spawn() has returned in its spawner (another worker, at once) is not
+  /// recognised yet and waits for itself: let it reach a suspension point first.
   task<void> join() { return join_on(state_); }
 
   /// Thread-safe: cancels every child (each sees corio::cancelled at its next suspension point).
