@@ -184,8 +184,8 @@ class event_loop final : private detail::executor {
   /// Thread-safe and lock-free. Queues `functor` to run on the loop thread, in FIFO order with the
   /// other functors posted by the calling thread (except posts from thread_local destructors at the
   /// thread's exit, once its post channels are gone: each of those goes alone, in no set order).
-  /// Throws what copying or moving the functor throws, with nothing queued. Functors of up to 64 bytes (aligned to at most 8) are
-  /// stored in place (no allocation). Returns false, without taking the functor, if the loop is
+  /// Throws what copying or moving the functor throws, with nothing queued. Functors of up to 64
+  /// bytes (aligned to at most 8) are stored in place (no allocation). Returns false, without taking the functor, if the loop is
   /// stopped. A functor that was accepted runs unless the loop is destroyed first, in which case it is
   /// destroyed unrun.
   /// An exception thrown by the functor propagates out of run().

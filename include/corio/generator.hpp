@@ -22,7 +22,7 @@ namespace corio {
 ///     for (int i : iota(3)) { /* 0, 1, 2 */ }
 template <class T>
 class [[nodiscard]] generator {
-  static_assert(std::is_reference_v<T> || alignof(std::remove_reference_t<T>) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__,
+  static_assert(detail::fits_frame_alignment<T>(),
                 "corio::generator<T>: a T aligned beyond the default new alignment cannot be stored in a "
                 "coroutine frame (it would be misaligned)");
   using value_pointer = std::add_pointer_t<std::remove_reference_t<T>>;

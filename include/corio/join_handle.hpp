@@ -147,13 +147,13 @@ class [[nodiscard]] join_handle {
       if (cancelled_) {
         throw cancelled();
       }
-      // Joined: the handle keeps the record until it is dropped, so that a cancel() racing this join on
-      // another thread still finds it (it then asks a finished task to stop, which does nothing).
+      // Joined. The handle keeps the record until it is dropped, so that a cancel() racing this join on
+      // another thread still finds it (it then asks a finished task to stop, which does nothing). No
+      // report will need the record's copy of a failure: dropped here, so the exception's last
+      // reference goes on this thread, which handles it, not on the finishing worker (which
+      // ThreadSanitizer, blind to the exception's reference count, would report as a race).
       detail::join_state<T>* state = handle_.state_;
       handle_.joined_.store(true, std::memory_order_release);
-      // Joined: no report will need the record's copy of a failure. Dropped here, so the exception's
-      // last reference goes on this thread, which handles it, not on the finishing worker (which
-      // ThreadSanitizer, blind to the exception's reference count, would report as a race).
       state->failure_ = nullptr;
       return state->result.take();
     }

@@ -2,7 +2,6 @@
 // corio::task<T>: a lazy, move-only coroutine that produces one T (or an exception) for its awaiter.
 #include <coroutine>
 #include <exception>
-#include <type_traits>
 #include <utility>
 
 #include <corio/detail/coop_budget.hpp>
@@ -50,20 +49,6 @@ struct task_promise<void> : task_promise_common<void> {
 ///     corio::task<> caller() {
 ///       int x = co_await answer();   // starts answer(), resumes here when it finishes
 ///     }
-namespace detail {
-
-/// Whether a T can live in a coroutine frame, which gets the default new alignment and no more.
-template <class T>
-constexpr bool fits_frame_alignment() {
-  if constexpr (std::is_void_v<T> || std::is_reference_v<T>) {
-    return true;
-  } else {
-    return alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__;
-  }
-}
-
-}  // namespace detail
-
 template <class T>
 class [[nodiscard]] task {
   static_assert(detail::fits_frame_alignment<T>(),

@@ -10,11 +10,11 @@ namespace {
 
 std::atomic<std::uint64_t> next_queue_id{1};
 
-// Every channel this thread produces into. Its destructor (thread exit) drops the thread's references.
 // Set when this thread's producer_channels is destroyed: a thread_local destructed after it that posts
 // gets a one-off channel instead of reading the destroyed list.
 thread_local constinit bool channels_torn_down = false;
 
+// Every channel this thread produces into. Its destructor (thread exit) drops the thread's references.
 struct producer_channels {
   std::vector<post_channel*> channels;
 

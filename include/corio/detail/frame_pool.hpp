@@ -21,6 +21,7 @@
 // Threads: the lists are thread-local (no atomics); only the depot is shared, behind its mutexes.
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace corio::detail {
 
@@ -32,6 +33,17 @@ struct frame_pool_stats {
   std::uint64_t pooled_allocations = 0;  ///< served from a free list
   std::uint64_t fresh_allocations = 0;   ///< had to call ::operator new
 };
+
+/// Whether a T can live in a coroutine frame, which gets the default new alignment and no more (a
+/// task's or generator's value type is checked against it at compile time).
+template <class T>
+constexpr bool fits_frame_alignment() {
+  if constexpr (std::is_void_v<T> || std::is_reference_v<T>) {
+    return true;
+  } else {
+    return alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__;
+  }
+}
 
 void* allocate_frame(std::size_t bytes);
 void deallocate_frame(void* frame, std::size_t bytes) noexcept;
