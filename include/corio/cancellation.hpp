@@ -66,7 +66,9 @@ task<detail::await_result_t<Awaitable>> shield(Awaitable awaitable) {
 }
 
 /// Runs `body` so that it is cancelled when either `token` (a std::stop_token the caller already has,
-/// say from a std::jthread) or the awaiting task's own cancellation is requested.
+/// say from a std::jthread) or the awaiting task's own cancellation is requested. A body that already
+/// has its own cancellation keeps it, as everywhere a task starts: `with_stop_token(t, shield(x))`
+/// stays shielded, from `t` too.
 ///
 ///     std::jthread t([&](std::stop_token st) { corio::sync_wait(corio::with_stop_token(st, serve())); });
 template <class T>
@@ -74,11 +76,14 @@ task<T> with_stop_token(std::stop_token token, task<T> body) {
   if (!body.valid()) {
     throw invalid_task("corio::with_stop_token: empty, finished or already awaited task");
   }
+  auto handle = body.release();
+  if (handle.promise().stop_ != nullptr) {
+    co_return co_await task<T>{handle};
+  }
   detail::stop_state* outer = co_await detail::current_stop_token{};
   detail::operand_stop stop;  // the body's own state, stopped by the awaiting task's and by `token`
   stop.follow(outer);
   std::stop_callback<detail::request_stop_of> bridge(std::move(token), detail::request_stop_of{&stop.state});
-  auto handle = body.release();
   handle.promise().stop_ = &stop.state;
   co_return co_await task<T>{handle};
 }

@@ -215,10 +215,8 @@ State& checked(State* state, const char* operation) {
 }
 
 inline void refuse_on_executor(const char* operation) {
-  if (current_executor != nullptr) {
-    throw invalid_channel(std::string("corio::") + operation +
-                          ": blocking call on an event loop or runtime worker thread (it would block every task "
-                          "there); co_await the operation instead");
+  if (const char* why = blocking_refused_here()) {
+    throw invalid_channel(std::string("corio::") + operation + ": blocking call " + why);
   }
 }
 

@@ -175,7 +175,9 @@ class event_loop final : private detail::executor {
 
   /// Thread-safe. Makes run() return after its current step and after running every functor that
   /// post() had already accepted. From then on the loop is stopped for good: post() returns false and
-  /// spawn() throws. Coroutines still suspended are destroyed with the loop.
+  /// spawn() throws. A post() racing stop() either returns false or runs before run() returns (run()
+  /// waits for posts in progress: as long as copying a functor takes). Coroutines still suspended
+  /// are destroyed with the loop.
   void stop() noexcept;
 
   /// Thread-safe. True once stop() has been called.

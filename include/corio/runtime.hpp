@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -82,13 +83,14 @@ class runtime {
   runtime& operator=(const runtime&) = delete;
 
   /// Runs `body` on the runtime and blocks the calling thread until it finishes; returns its value
-  /// or rethrows its exception. Throws std::logic_error when called from a thread that runs an event
-  /// loop or a runtime worker (that would block it; co_await the task instead), and
-  /// corio::runtime_stopped after shutdown().
+  /// or rethrows its exception. Throws std::logic_error, with nothing spawned, where sync_wait
+  /// would (on a thread that runs an event loop or a runtime worker: that would block it, co_await
+  /// the task instead; in a frame a shutdown is destroying), and corio::runtime_stopped after
+  /// shutdown().
   template <class T>
   T block_on(task<T> body) {
-    if (detail::current_executor != nullptr) {
-      throw std::logic_error("corio::runtime::block_on: called on an event loop or runtime worker thread");
+    if (const char* why = detail::blocking_refused_here()) {
+      throw std::logic_error(std::string("corio::runtime::block_on: called ") + why);
     }
     return sync_wait(spawn(std::move(body)));
   }

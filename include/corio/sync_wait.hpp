@@ -6,6 +6,7 @@
 #include <exception>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include <corio/detail/awaitable_traits.hpp>
@@ -142,13 +143,15 @@ sync_wait_driver<await_result_t<A>> make_sync_wait_driver(A&& awaitable) {
 /// Runs `awaitable` on the calling thread until it first suspends, then blocks the thread until it
 /// completes (possibly on another thread) and returns its result or rethrows its exception.
 /// Throws std::logic_error when called on a thread that runs an event loop or a runtime worker:
-/// blocking it would deadlock a one-worker runtime and silently stall any other (co_await instead).
+/// blocking it would deadlock a one-worker runtime and silently stall any other (co_await instead);
+/// and from a frame's destructor while an executor's shutdown destroys frames on this thread (it
+/// would wait for what only that shutdown can end).
 ///
 ///     int v = corio::sync_wait(compute());   // compute() returns corio::task<int>
 template <class A>
 detail::await_result_t<A> sync_wait(A&& awaitable) {
-  if (detail::current_executor != nullptr) {
-    throw std::logic_error("corio::sync_wait: called on an event loop or runtime worker thread (co_await instead)");
+  if (const char* why = detail::blocking_refused_here()) {
+    throw std::logic_error(std::string("corio::sync_wait: called ") + why);
   }
   return detail::make_sync_wait_driver(std::forward<A>(awaitable)).run();
 }

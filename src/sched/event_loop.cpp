@@ -15,6 +15,7 @@ namespace detail {
 
 thread_local constinit event_loop* current_loop = nullptr;
 thread_local constinit executor* current_executor = nullptr;
+thread_local constinit int frames_in_teardown = 0;
 
 }  // namespace detail
 
@@ -311,8 +312,10 @@ void event_loop::run_until(void (*start)(void* context), bool (*done)(const void
     }
     parker_->park(timers_.time_until_earliest());
   }
-  // Functors accepted before the stop still run (the queue is closed, so this ends): a producer that
-  // posts, then makes another thread call stop(), sees its work done, whatever the drain order.
+  // Functors accepted before the stop still run (the queue is closed and settled, so this ends): a
+  // producer that posts, then makes another thread call stop(), sees its work done, whatever the drain
+  // order; and a post that raced the stop either returned false or is drained here.
+  posts_.settle();
   while (posts_.drain(post_batch) != 0) {
   }
 }

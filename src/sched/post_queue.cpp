@@ -2,13 +2,32 @@
 #include <corio/detail/parker.hpp>
 #include <corio/detail/post_queue.hpp>
 
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <thread>
 #include <vector>
 
 namespace corio::detail {
 namespace {
 
 std::atomic<std::uint64_t> next_queue_id{1};
+
+long membarrier(int command) noexcept { return ::syscall(SYS_membarrier, command, 0, 0); }
+
+// Once per process, before the first queue exists (so before any push can read the flag). A seccomp
+// filter or an old kernel that refuses leaves both sides on seq_cst fences.
+bool register_membarrier() noexcept {
+  const long supported = membarrier(MEMBARRIER_CMD_QUERY);
+  if (supported < 0 || (supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0 ||
+      membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0) {
+    return false;
+  }
+  membarrier_ready.store(true, std::memory_order_relaxed);
+  return true;
+}
 
 // Set when this thread's producer_channels is destroyed: a thread_local destructed after it that posts
 // gets a one-off channel instead of reading the destroyed list.
@@ -48,6 +67,13 @@ thread_local producer_channels this_thread_channels;
 }  // namespace
 
 thread_local constinit last_channel_cache last_channel{0, nullptr};
+std::atomic<bool> membarrier_ready{false};
+
+void heavy_fence() noexcept {
+  if (!membarrier_ready.load(std::memory_order_relaxed) || membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+}
 
 // ---------------------------------------------------------------- post_channel
 
@@ -153,11 +179,13 @@ void post_channel::release() noexcept {
 // ---------------------------------------------------------------- post_queue
 
 post_queue::post_queue(std::shared_ptr<parker> consumer_parker)
-    : consumer_parker_(std::move(consumer_parker)), id_(next_queue_id.fetch_add(1, std::memory_order_relaxed)) {}
+    : consumer_parker_(std::move(consumer_parker)), id_(next_queue_id.fetch_add(1, std::memory_order_relaxed)) {
+  static const bool registered [[maybe_unused]] = register_membarrier();
+}
 
 post_queue::~post_queue() {
   close();
-  adopt_incoming();
+  settle();
   post_channel* channel = channels_;
   while (channel != nullptr) {
     post_channel* next = channel->next_;
@@ -191,6 +219,16 @@ post_channel* post_queue::register_channel() {
   return channel;
 }
 
+
+void post_queue::settle() noexcept {
+  heavy_fence();
+  adopt_incoming();
+  for (post_channel* channel = channels_; channel != nullptr; channel = channel->next_) {
+    while (channel->push_in_progress()) {
+      std::this_thread::yield();  // a push takes as long as copying its functor
+    }
+  }
+}
 
 void post_queue::adopt_incoming() noexcept {
   if (incoming_.load(std::memory_order_relaxed) == nullptr) {

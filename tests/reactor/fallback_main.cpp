@@ -5,6 +5,9 @@
 //   2. says so, and why, in exactly one log line on stderr,
 //   3. still serves an echo, and
 //   4. refuses with a clear std::system_error when io_uring is asked for by name.
+// The filter denies membarrier(2) too (some profiles do), so the post queue's stopping handshake
+// runs on its fence fallback here:
+//   5. posts racing stop() still all run, or are refused.
 // Exit 0: all held; 1: a check failed; 77: seccomp filters cannot be installed here (skipped).
 #include <corio/event_loop.hpp>
 #include <corio/io_backend.hpp>
@@ -25,6 +28,7 @@
 #include <string>
 
 #include "support/net.hpp"
+#include "support/post_stop_race.hpp"
 
 namespace {
 
@@ -36,13 +40,14 @@ constexpr unsigned this_arch = AUDIT_ARCH_AARCH64;
 #error "fallback test: add this architecture's AUDIT_ARCH"
 #endif
 
-bool deny_io_uring_setup(int error) {
+bool deny_io_uring_setup_and_membarrier(int error) {
   sock_filter filter[] = {
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
       BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, this_arch, 1, 0),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 1, 0),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_membarrier, 0, 1),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (static_cast<unsigned>(error) & SECCOMP_RET_DATA)),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
   };
@@ -73,7 +78,7 @@ corio::task<std::string> echo_and_backend() {
 int main(int argc, char** argv) {
   int error = argc > 1 && std::strcmp(argv[1], "ENOSYS") == 0 ? ENOSYS : EPERM;
   ::unsetenv("CORIO_BACKEND");
-  if (!deny_io_uring_setup(error)) {
+  if (!deny_io_uring_setup_and_membarrier(error)) {
     std::printf("skipped: cannot install a seccomp filter here: %s\n", std::strerror(errno));
     return 77;
   }
@@ -108,6 +113,10 @@ int main(int argc, char** argv) {
   }
   expect(forced_error.find("io_uring") != std::string::npos && forced_error.find(std::strerror(error)) != std::string::npos,
          "forcing io_uring fails clearly: '" + forced_error + "'");
+
+  expect(!corio::detail::membarrier_ready.load(), "the post queue found membarrier denied");
+  expect(corio::test::rounds_with_accepted_posts_unrun(20) == 0,
+         "posts racing stop() all run or are refused (fence fallback)");
 
   std::fflush(stderr);
   ::dup2(saved_stderr, 2);

@@ -84,6 +84,20 @@ TEST(cancellation, with_stop_token_cancels_when_the_users_token_is_requested) {
   requester.join();
 }
 
+// with_stop_token re-linked a shielded body to its token (and to the awaiting task), so the token
+// cancelled what shield promised to protect (a review). The body's own stop wins, as it does wherever
+// a task starts.
+TEST(cancellation, with_stop_token_keeps_a_shielded_body_shielded) {
+  corio::runtime rt(one_worker());
+  std::stop_source source;
+  source.request_stop();
+  EXPECT_EQ(rt.block_on(corio::with_stop_token(source.get_token(), corio::shield([]() -> corio::task<int> {
+              co_await corio::sleep_for(2ms);
+              co_return 7;
+            }()))),
+            7);
+}
+
 // A stop request whose callback ends the state it runs on: the semaphore wait parks on a plain thread
 // (sync_wait's), so its stop callback resumes the chain inline on the requesting thread, and the chain
 // goes on to destroy with_stop_token's frame (and when_any's), which hold the states the request is

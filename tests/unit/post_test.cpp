@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "support/lifetime.hpp"
+#include "support/post_stop_race.hpp"
 
 namespace {
 
@@ -193,6 +194,12 @@ void check_a_throwing_copy_leaves_the_queue_usable() {
 TEST(post, a_functor_whose_copy_throws_is_not_queued_and_the_queue_stays_usable) {
   check_a_throwing_copy_leaves_the_queue_usable<8>();    // stored inline
   check_a_throwing_copy_leaves_the_queue_usable<200>();  // boxed on the heap
+}
+
+// A post that passed the stop check as stop() ran, and published its functor after run()'s last
+// drain, returned true and never ran (a review).
+TEST(post, every_post_accepted_as_the_loop_stops_runs_before_run_returns) {
+  EXPECT_EQ(corio::test::rounds_with_accepted_posts_unrun(40), 0);
 }
 
 // A thread_local destroyed after the thread's list of post channels (constructed before it) that

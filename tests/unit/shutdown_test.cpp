@@ -322,6 +322,41 @@ TEST(shutdown, sync_wait_on_a_runtime_worker_throws_logic_error) {
   EXPECT_TRUE(threw);
 }
 
+// A frame that shutdown destroys may block in a destructor with sync_wait on what only that shutdown
+// could end: here the join of an older task it has yet to destroy. That hung for good (a review).
+// sync_wait there throws logic_error, as it does on a worker; so does a channel's blocking form.
+TEST(shutdown, sync_wait_in_a_frame_that_shutdown_destroys_throws_logic_error) {
+  corio::event never;
+  std::atomic<int> refused{0};
+  struct joins_on_destruction {
+    corio::join_handle<void> older;
+    std::atomic<int>* refused;
+    ~joins_on_destruction() {
+      try {
+        corio::sync_wait(std::move(older));
+      } catch (const std::logic_error&) {
+        refused->fetch_add(1);
+      }
+      try {
+        auto [tx, rx] = corio::channel<int>(1);
+        (void)tx.send_blocking(1);
+      } catch (const std::logic_error&) {
+        refused->fetch_add(1);
+      }
+    }
+  };
+  {
+    corio::runtime rt(workers(1));
+    auto older = rt.spawn([](corio::event& never) -> corio::task<void> { co_await corio::shield(never.wait()); }(never));
+    rt.spawn([](corio::join_handle<void> older, corio::event& never, std::atomic<int>& refused) -> corio::task<void> {
+        joins_on_destruction guard{std::move(older), &refused};
+        co_await corio::shield(never.wait());
+      }(std::move(older), never, refused)).detach();
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(refused.load(), 2);
+}
+
 // Two threads shut one runtime down at once: the second call waits for the first to finish, so when it
 // returns no task runs any more. It returned at once before (a plain flag, and a data race on it),
 // while a task that swallows its cancellation still ran its 300 ms.

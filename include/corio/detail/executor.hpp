@@ -71,6 +71,24 @@ class executor {
 /// The executor whose thread runs the calling code, or null on a plain thread.
 extern thread_local constinit executor* current_executor;
 
+/// How many executors' shutdowns are destroying frames on this thread (root_registry's teardown).
+extern thread_local constinit int frames_in_teardown;
+
+/// Why the calling thread must not block on a coroutine's completion (sync_wait, a channel's blocking
+/// forms), or null if it may. On an executor's thread, blocking stalls every task there (and
+/// deadlocks a one-worker runtime). Inside a frame a shutdown destroys, it would wait for frames
+/// that only this thread, once it returns, can end.
+inline const char* blocking_refused_here() noexcept {
+  if (current_executor != nullptr) {
+    return "on an event loop or runtime worker thread (co_await instead)";
+  }
+  if (frames_in_teardown != 0) {
+    return "while a shutdown destroys frames on this thread (in a destroyed frame's destructor): it would wait "
+           "for what only that shutdown can end";
+  }
+  return nullptr;
+}
+
 struct schedule_on_awaiter;
 
 /// A schedule_on hop this thread's running chain asked for and that is not done yet (see

@@ -37,10 +37,23 @@
 //    `max_free_segments` (4 MiB) are kept per channel; the rest go back to the allocator.
 //  - registration: a producer pushes its new channel on `incoming_` (CAS, release); the consumer takes
 //    the whole stack (exchange, acquire) and owns its private list from then on.
+//  - stopping (post_queue::settle): a push that returned true must run before run() returns after
+//    stop(), but a producer could pass the `closed_` check, stop() and run()'s last drain could follow,
+//    and only then would the record be published: accepted and never run. So a push is bracketed by
+//    its channel's `pushing_` flag, set before it checks `closed_`, cleared (release) once the record
+//    is published. settle(), after `closed_` is seen, waits until no channel is pushing; from then on
+//    no record can arrive, so the drain after it is the last. The flag's store and the `closed_` load
+//    need a StoreLoad barrier against settle's (`closed_` seen, then the flags loaded): a Dekker pair.
+//    The producer's side is a compiler barrier and settle's is membarrier(2), which runs a full
+//    barrier on every thread of the process, so a post pays no fence for it; where membarrier is not
+//    available both sides use a seq_cst fence. A channel registered after settle took `incoming_`
+//    reads `closed_` after its CAS, which comes after that exchange: it sees the close.
 //
-// Threads: push() from any thread; drain(), has_pending() and the destructor on the loop thread only.
-// Destroying the queue while another thread is still inside push() is a use-after-free, as for any
-// object; the loop refuses new posts (push returns false) once close() has been called.
+// Threads: push() from any thread; drain(), has_pending(), settle() and the destructor on the loop
+// thread only. Destroying the queue while another thread may still call push() is a use-after-free,
+// as for any object; the loop refuses new posts (push returns false) once close() has been called, and
+// the destructor settles first, so a push that passed its check before the close is finished (and its
+// functor destroyed unrun) rather than cut short.
 //
 // Rejected alternatives:
 //  - one shared MPSC list (Vyukov): needs a node per post (allocation) and an exchange on a shared
@@ -49,9 +62,12 @@
 //    other could then deadlock.
 //  - fixed 64-byte slots (the first version): simpler, but a backlog of small lambdas touched four
 //    times the memory, and page faults dominated the profile under load.
-//  - an asymmetric barrier (a compiler barrier per post, membarrier(2) when the loop parks) instead of
-//    the seq_cst store: tried and measured, medians of 9 interleaved runs showed no gain at P=1 or
-//    P=4 on the 2-core lab machine, so the simpler protocol stayed.
+//  - an asymmetric barrier for parking too (a compiler barrier per post, membarrier(2) when the loop
+//    parks) instead of the seq_cst store: tried and measured, medians of 9 interleaved runs showed no
+//    gain at P=1 or P=4 on the 2-core lab machine, so the simpler protocol stayed. (Stopping uses one:
+//    a loop stops once, it parks all the time.)
+//  - a seq_cst fence per post for the stopping pair: a second full barrier on every post's path, for
+//    an event that happens once per loop.
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -114,6 +130,20 @@ void run_boxed_functor(void* storage, bool run, std::size_t& record_bytes) {
   }
 }
 
+/// The two sides of the stopping handshake (see "stopping" above). True once membarrier(2) is
+/// registered for the process; it never turns false.
+extern std::atomic<bool> membarrier_ready;
+/// The producer's side: orders its flag store before its `closed_` load.
+inline void light_fence() noexcept {
+  if (membarrier_ready.load(std::memory_order_relaxed)) {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  } else {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+}
+/// settle()'s side: a barrier on every thread of the process (or, without membarrier, on this one).
+void heavy_fence() noexcept;
+
 struct post_segment {
   static constexpr std::size_t bytes = 16 * 1024 - 64;
   alignas(64) unsigned char data[bytes];
@@ -148,12 +178,17 @@ class post_channel {
     }
     tail_.store(++producer_tail_, std::memory_order_seq_cst);
   }
+  /// Brackets a push, closed check included (see "stopping").
+  void begin_push() noexcept { pushing_.store(true, std::memory_order_relaxed); }
+  void end_push() noexcept { pushing_.store(false, std::memory_order_release); }
   /// After a push: wakes the consumer if it is parked. The parker is shared, so this stays valid
   /// even if the consumer's loop was destroyed right after it ran what was just pushed.
   void wake_consumer() noexcept { consumer_->unpark_if_parked(); }
 
   // ---- consumer side ----
   bool has_pending() const noexcept { return tail_.load(std::memory_order_seq_cst) != head_; }
+  /// Acquire: pairs with end_push(), so what that push published is visible once this is false.
+  bool push_in_progress() const noexcept { return pushing_.load(std::memory_order_acquire); }
   /// Runs up to `budget` functors; returns how many ran. A throwing functor is destroyed, counted as
   /// consumed, and its exception propagates.
   std::size_t drain(std::size_t budget);
@@ -187,6 +222,7 @@ class post_channel {
   std::uint64_t producer_tail_ = 0;
 
   alignas(64) std::atomic<std::uint64_t> tail_{0};
+  std::atomic<bool> pushing_{false};  // on tail_'s line, which every push writes anyway
 
   // Consumer-private.
   alignas(64) post_segment* consumer_segment_;
@@ -227,18 +263,14 @@ class post_queue {
   template <class F>
   bool push(F&& functor) {
     if (closed_.load(std::memory_order_relaxed)) {
-      return false;
+      return false;  // the common refusal, without registering a channel
     }
     post_channel* channel = channel_for_this_thread();
     if (channel == nullptr) [[unlikely]] {
       one_off_channel once(*this);  // a thread_local's destructor, after this thread's channels went
-      once.channel->push(std::forward<F>(functor));
-      once.channel->wake_consumer();
-      return true;
+      return push_into(*once.channel, std::forward<F>(functor));
     }
-    channel->push(std::forward<F>(functor));
-    channel->wake_consumer();  // touches only the channel (kept alive by this thread) and the parker
-    return true;
+    return push_into(*channel, std::forward<F>(functor));
   }
 
   /// Any thread: refuse further pushes.
@@ -246,6 +278,10 @@ class post_queue {
   /// Seq_cst: the loop reads this after prepare_park() (a store-buffering pair with close() then
   /// unpark_if_parked() in stop()), so on any CPU either the loop sees the close or stop() sees it parked.
   bool closed() const noexcept { return closed_.load(std::memory_order_seq_cst); }
+
+  /// Loop thread, once closed() is true: waits until no push is in progress, so every push that
+  /// returned (or will return) true is visible to the next drain, and no record arrives after it.
+  void settle() noexcept;
 
   /// Loop thread: runs up to `budget` functors over all channels; returns how many ran.
   std::size_t drain(std::size_t budget);
@@ -257,6 +293,21 @@ class post_queue {
   /// list of channels was destroyed (a post from a thread_local's destructor at thread exit).
   post_channel* channel_for_this_thread() {
     return last_channel.queue_id == id_ ? last_channel.channel : find_or_register_channel();
+  }
+  template <class F>
+  bool push_into(post_channel& channel, F&& functor) {
+    struct push_bracket {
+      post_channel& channel;
+      ~push_bracket() { channel.end_push(); }
+    } bracket{channel};
+    channel.begin_push();
+    light_fence();
+    if (closed_.load(std::memory_order_relaxed)) {
+      return false;  // closed since the first look: settle() may already have passed this channel
+    }
+    channel.push(std::forward<F>(functor));
+    channel.wake_consumer();  // touches only the channel (kept alive by this thread) and the parker
+    return true;
   }
   post_channel* find_or_register_channel();
   /// A new channel, handed to the consumer through `incoming_`; the caller holds its producer reference.

@@ -14,6 +14,7 @@
 #include <span>
 #include <vector>
 
+#include <corio/detail/executor.hpp>
 #include <corio/detail/root.hpp>
 
 namespace corio::detail {
@@ -81,6 +82,10 @@ class root_registry {
   /// Destroys `roots` in reverse spawn order: a child (spawned later) goes before its parent, so it
   /// never unregisters from a primitive in a parent frame that is already gone.
   static void destroy_newest_first(std::span<root_base*> roots) noexcept {
+    struct teardown_mark {
+      teardown_mark() noexcept { ++frames_in_teardown; }
+      ~teardown_mark() { --frames_in_teardown; }
+    } mark;
     std::sort(roots.begin(), roots.end(), [](const root_base* a, const root_base* b) { return a->seq_ > b->seq_; });
     for (root_base* root : roots) {
       root->destroy_frame();
