@@ -8,7 +8,12 @@
 //   next message (`tail`), the number of live receivers and `closed` (every sender gone), all guarded
 //   by one wait_list's lock (detail/wait_list.hpp holds the parking, cancellation and shutdown
 //   protocol). Message `s` lives in slot `s % capacity` while s >= tail - capacity. Each receiver
-//   keeps the sequence number it will read next. Two allocations per broadcast (the state, the ring).
+//   keeps the sequence number it will read next, and each slot counts the receivers that have yet to
+//   read its message: set to `receivers` by the send, decremented by each read (the last one moves the
+//   message out instead of copying it) and by a receiver that goes before reading it, incremented by
+//   a receiver copied from one that has yet to read it. At zero the message is destroyed, so a message
+//   every receiver read (or every receiver is gone) holds nothing alive, as in tokio. Two allocations
+//   per broadcast (the state, the ring).
 // Invariants: tail only grows; a send never waits (it overwrites the oldest slot); a receiver whose
 //   next sequence fell below tail - capacity gets lagged{missed = tail - capacity - next} once and
 //   continues at tail - capacity, so received + the sum of missed counts equals what was sent after
@@ -66,9 +71,13 @@ struct broadcast_state {
   static_assert(std::is_copy_constructible_v<T>, "corio::broadcast<T>: T must be copy constructible");
   static_assert(std::is_nothrow_move_constructible_v<T>,
                 "corio::broadcast<T>: T must be nothrow move constructible (messages move under a lock)");
-  explicit broadcast_state(std::size_t capacity) : slots(std::make_unique<std::optional<T>[]>(capacity)), capacity(capacity) {}
+  struct slot {
+    std::optional<T> message;
+    std::size_t unread = 0;  // receivers that have yet to read `message`
+  };
+  explicit broadcast_state(std::size_t capacity) : slots(std::make_unique<slot[]>(capacity)), capacity(capacity) {}
   wait_list waiters;  // its lock guards the members below
-  std::unique_ptr<std::optional<T>[]> slots;
+  std::unique_ptr<slot[]> slots;
   std::size_t capacity;
   std::uint64_t tail = 0;
   std::size_t senders = 1;
@@ -84,7 +93,16 @@ struct broadcast_state {
       return broadcast_result<T>(lagged{missed});
     }
     if (next < tail) {
-      broadcast_result<T> result(std::in_place_index<0>, *slots[next % capacity]);  // may throw: next unchanged
+      slot& kept = slots[next % capacity];
+      if (kept.unread == 1) {  // the last reader takes the message itself
+        broadcast_result<T> result(std::in_place_index<0>, std::move(*kept.message));
+        kept.message.reset();
+        kept.unread = 0;
+        ++next;
+        return result;
+      }
+      broadcast_result<T> result(std::in_place_index<0>, *kept.message);  // may throw: next unchanged
+      --kept.unread;
       ++next;
       return result;
     }
@@ -92,6 +110,22 @@ struct broadcast_state {
       return broadcast_result<T>(broadcast_closed{});
     }
     return std::nullopt;
+  }
+
+  // Lock held. A receiver at `next` joins (+1) or leaves (-1) the readers of every message it has yet
+  // to read; a message left with none is destroyed.
+  void count_reader(std::uint64_t next, int change) noexcept {
+    std::uint64_t oldest = tail > capacity ? tail - capacity : 0;
+    for (std::uint64_t s = next > oldest ? next : oldest; s < tail; ++s) {
+      slot& kept = slots[s % capacity];
+      if (!kept.message) {
+        continue;
+      }
+      kept.unread = change > 0 ? kept.unread + 1 : kept.unread - 1;
+      if (kept.unread == 0) {
+        kept.message.reset();
+      }
+    }
   }
 };
 
@@ -158,11 +192,12 @@ class broadcast_sender {
     if (state.receivers == 0) {
       return false;
     }
-    std::optional<T>& slot = state.slots[state.tail % state.capacity];
-    if (slot) {
-      overwritten.emplace(std::move(*slot));
+    auto& slot = state.slots[state.tail % state.capacity];
+    if (slot.message) {
+      overwritten.emplace(std::move(*slot.message));
     }
-    slot.emplace(std::move(value));
+    slot.message.emplace(std::move(value));
+    slot.unread = state.receivers;
     ++state.tail;
     state.waiters.wake_all(woken);
     return true;
@@ -205,6 +240,7 @@ class broadcast_receiver {
     if (state_) {
       std::lock_guard guard(state_->waiters.mutex());
       ++state_->receivers;
+      state_->count_reader(next_, +1);
     }
   }
   broadcast_receiver(broadcast_receiver&& other) noexcept
@@ -214,10 +250,12 @@ class broadcast_receiver {
     std::swap(next_, other.next_);
     return *this;
   }
+  /// Messages it has yet to read that no other receiver will read are destroyed with it.
   ~broadcast_receiver() {
     if (state_) {
       std::lock_guard guard(state_->waiters.mutex());
       --state_->receivers;
+      state_->count_reader(next_, -1);
     }
   }
 

@@ -123,7 +123,7 @@ class [[nodiscard]] join_handle {
         return detail::yield_if_budget_spent(self);  // finished already: take the outcome now
       }
       state.joiner = self;
-      state.joiner_owner = detail::current_executor;
+      state.joiner_owner = detail::current_owner();
       if (stop != nullptr) {
         stop_callback_.emplace(*stop, on_stop{this});  // may run at once: it then marks the phase
       }

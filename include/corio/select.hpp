@@ -131,6 +131,23 @@ inline constexpr bool is_channel_operation<recv_operation<T>> = true;
 template <class T>
 inline constexpr bool is_channel_operation<send_operation<T>> = true;
 
+// Calls `f` with the channel state of a channel branch (a select's own count on it: channel_state.hpp,
+// "Lifetime"); nothing for the other kinds.
+template <class Branch, class F>
+void with_channel(Branch&, F) noexcept {}
+template <class T, class F>
+void with_channel(recv_operation<T>& operation, F f) noexcept {
+  f(operation.state());
+}
+template <class T, class F>
+void with_channel(send_operation<T>& operation, F f) noexcept {
+  f(operation.state());
+}
+template <class Branch, class F>
+void with_channel(only_if_branch<Branch>& conditional, F f) noexcept {
+  with_channel(conditional.branch, f);
+}
+
 template <bool Biased, class... Branches>
 class select_awaiter {
   static constexpr std::size_t node_count = (std::size_t{select_branch<Branches>::has_node} + ...);
@@ -221,7 +238,19 @@ class select_awaiter {
 template <bool Biased, class... Branches>
 class select_operation {
  public:
-  explicit select_operation(Branches... branches) : branches_((require_unspent(branches), std::move(branches))...) {}
+  explicit select_operation(Branches... branches) : branches_((require_unspent(branches), std::move(branches))...) {
+    std::apply([](auto&... branch) { (with_channel(branch, [](auto& state) { state.retain(); }), ...); }, branches_);
+  }
+  /// Move-only: the counts on the channels move with it.
+  select_operation(select_operation&& other) noexcept
+      : branches_(std::move(other.branches_)), awaited_(other.awaited_), holds_channels_(std::exchange(other.holds_channels_, false)) {}
+  select_operation& operator=(select_operation&&) = delete;
+  ~select_operation() {
+    if (holds_channels_) {
+      std::apply([](auto&... branch) { (with_channel(branch, [](auto& state) { state.drop_retained(); }), ...); },
+                 branches_);
+    }
+  }
   /// Once: a second `co_await` of the same select (whose send branches' values have gone) throws
   /// corio::invalid_channel.
   select_awaiter<Biased, Branches...> operator co_await() && {
@@ -234,6 +263,7 @@ class select_operation {
  private:
   std::tuple<Branches...> branches_;
   bool awaited_ = false;
+  bool holds_channels_ = true;
 };
 
 template <class... Branches>

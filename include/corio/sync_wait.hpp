@@ -8,39 +8,99 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <corio/detail/awaitable_traits.hpp>
 #include <corio/detail/executor.hpp>
 #include <corio/detail/frame_pool.hpp>
 #include <corio/detail/result_slot.hpp>
+#include <corio/detail/root.hpp>
 
 namespace corio {
 namespace detail {
 
-// Blocks the calling thread until the driver coroutine says it is finished. The flag is set and
-// signalled under the mutex, so the waiter cannot return (and free this object) while the completing
-// thread still touches it.
-class completion_signal {
+// The blocked thread of one sync_wait, as the executor of the chain it drives: a coroutine of that
+// chain that parks on this thread records it as its owner (current_owner()), and whoever wakes it,
+// on any thread, queues it here; the blocked thread resumes it. So the chain never runs on its
+// waker's thread: not inside a runtime task's send, and not through a worker that is later destroyed
+// (it used to be resumed inline there, and record that worker as its owner at its next park).
+// It is not `current_executor`: the thread stays a plain one (it may block, it has no timers and
+// owns no tasks), so the members other than the queue refuse or do nothing.
+// Threads: schedule() and finish() from any thread, under the mutex, so the blocked thread cannot
+// return (and free this object) while one of them still touches it; run_until_done() on the blocked
+// thread only.
+class sync_wait_executor final : public executor {
  public:
-  void set() {
+  void schedule(std::coroutine_handle<> handle) noexcept override {
+    std::lock_guard lock(mutex_);
+    ready_.push_back(handle);  // a handful at most: one per branch of the chain parked here
+    wake_.notify_one();
+  }
+  void yield_current(std::coroutine_handle<> handle) override { schedule(handle); }
+  void adopt(root_base&) override {
+    throw std::logic_error("corio::spawn: no event loop or runtime runs on this thread (it is in sync_wait)");
+  }
+  void forget(root_base&) noexcept override {}
+  bool attach(root_base&) noexcept override { return false; }
+  void report_unhandled(std::exception_ptr failure) noexcept override { print_unhandled_exception(std::move(failure)); }
+  std::shared_ptr<const failure_sink> unhandled_sink() const noexcept override { return nullptr; }
+
+  /// The driver coroutine reached its end (on whichever thread completed the chain).
+  void finish() {
     std::lock_guard lock(mutex_);
     done_ = true;
-    ready_.notify_one();
-  }
-  void wait() {
-    std::unique_lock lock(mutex_);
-    ready_.wait(lock, [this] { return done_; });
-  }
-  /// False if `deadline` passed first.
-  template <class Clock, class Duration>
-  bool wait_until(std::chrono::time_point<Clock, Duration> deadline) {
-    std::unique_lock lock(mutex_);
-    return ready_.wait_until(lock, deadline, [this] { return done_; });
+    wake_.notify_one();
   }
 
+  /// Resumes what is queued here until finish().
+  void run_until_done() {
+    drain([this](std::unique_lock<std::mutex>& lock, auto woken) {
+      wake_.wait(lock, woken);
+      return true;
+    });
+  }
+  /// The same, but false if `deadline` passed first.
+  template <class Clock, class Duration>
+  bool run_until_done(std::chrono::time_point<Clock, Duration> deadline) {
+    return drain([&](std::unique_lock<std::mutex>& lock, auto woken) { return wake_.wait_until(lock, deadline, woken); });
+  }
+
+  /// Installs this as the thread's current_sync_wait for a scope (nested sync_waits restore the outer).
+  class installed {
+   public:
+    explicit installed(sync_wait_executor& driver) noexcept : outer_(std::exchange(current_sync_wait, &driver)) {}
+    ~installed() { current_sync_wait = outer_; }
+    installed(const installed&) = delete;
+    installed& operator=(const installed&) = delete;
+
+   private:
+    executor* outer_;
+  };
+
  private:
+  template <class Wait>
+  bool drain(Wait wait) {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      if (!wait(lock, [this] { return done_ || !ready_.empty(); })) {
+        return false;
+      }
+      if (ready_.empty()) {
+        return true;
+      }
+      std::vector<std::coroutine_handle<>> batch;
+      batch.swap(ready_);
+      lock.unlock();
+      for (std::coroutine_handle<> handle : batch) {
+        resume_top(handle);
+      }
+      lock.lock();
+    }
+  }
+
   std::mutex mutex_;
-  std::condition_variable ready_;
+  std::condition_variable wake_;
+  std::vector<std::coroutine_handle<>> ready_;
   bool done_ = false;
 };
 
@@ -51,14 +111,14 @@ struct signal_on_final_suspend {
   bool await_ready() const noexcept { return false; }
   template <class Promise>
   void await_suspend(std::coroutine_handle<Promise> self) const noexcept {
-    self.promise().signal_->set();
+    self.promise().driver_->finish();
   }
   void await_resume() const noexcept {}
 };
 
 template <class T>
 struct sync_wait_promise_common : pooled_frame {
-  completion_signal* signal_ = nullptr;
+  sync_wait_executor* driver_ = nullptr;
   result_slot<T> result_;
 
   std::suspend_always initial_suspend() const noexcept { return {}; }
@@ -95,10 +155,13 @@ class sync_wait_driver {
   }
 
   T run() {
-    completion_signal signal;
-    handle_.promise().signal_ = &signal;
-    detail::resume_top(handle_);
-    signal.wait();
+    sync_wait_executor driver;
+    handle_.promise().driver_ = &driver;
+    {
+      sync_wait_executor::installed here(driver);
+      detail::resume_top(handle_);
+      driver.run_until_done();
+    }
     return handle_.promise().result_.take();
   }
 
@@ -106,12 +169,15 @@ class sync_wait_driver {
   /// stop request), then waiting for it to end.
   template <class Clock, class Duration, class OnDeadline>
   T run_until(std::chrono::time_point<Clock, Duration> deadline, OnDeadline on_deadline) {
-    completion_signal signal;
-    handle_.promise().signal_ = &signal;
-    detail::resume_top(handle_);
-    if (!signal.wait_until(deadline)) {
-      on_deadline();
-      signal.wait();
+    sync_wait_executor driver;
+    handle_.promise().driver_ = &driver;
+    {
+      sync_wait_executor::installed here(driver);
+      detail::resume_top(handle_);
+      if (!driver.run_until_done(deadline)) {
+        on_deadline();
+        driver.run_until_done();
+      }
     }
     return handle_.promise().result_.take();
   }
@@ -140,8 +206,9 @@ sync_wait_driver<await_result_t<A>> make_sync_wait_driver(A&& awaitable) {
 
 }  // namespace detail
 
-/// Runs `awaitable` on the calling thread until it first suspends, then blocks the thread until it
-/// completes (possibly on another thread) and returns its result or rethrows its exception.
+/// Runs `awaitable` on the calling thread and blocks the thread until it completes; returns its
+/// result or rethrows its exception. What parks on this thread resumes on this thread, whoever wakes
+/// it; only a hop (schedule_on) moves the rest of the chain to another executor's thread.
 /// Throws std::logic_error when called on a thread that runs an event loop or a runtime worker:
 /// blocking it would deadlock a one-worker runtime and silently stall any other (co_await instead);
 /// and from a frame's destructor while an executor's shutdown destroys frames on this thread (it

@@ -411,12 +411,19 @@ void io_slot::shutdown() noexcept {
 
 void request_io_cancel(io_op& op) noexcept { op.slot->request_cancel(op); }
 
-bool io_awaiter::start(std::coroutine_handle<> self, stop_state* stop) {
+bool io_awaiter::finish_at_once(std::coroutine_handle<> self, stop_state* stop) {
   stop_ = stop;
   if (stop != nullptr && stop->stop_requested()) {
     op_.result = -ECANCELED;
-    return yield_if_budget_spent(self);  // cancelled without suspending still spends the budget
   }
+  return yield_if_budget_spent(self);
+}
+
+bool io_awaiter::start(std::coroutine_handle<> self, stop_state* stop) {
+  if (stop != nullptr && stop->stop_requested()) {
+    return finish_at_once(self, stop);  // cancelled without suspending still spends the budget
+  }
+  stop_ = stop;
   if (op_.kind == io_kind::recv && op_.fd >= 0 && (op_.length == 0 || (stash_ != nullptr && !stash_->empty()))) {
     // Nothing to wait for: an empty buffer reads nothing; bytes a cancelled read left come first.
     std::span<std::byte> into(static_cast<std::byte*>(op_.buffer), op_.length);

@@ -98,9 +98,13 @@
 //   finds the note. Unbracketed, a close and a reuse of the number in between would have
 //   registered the new socket's file for the old stream.
 // Shutdown: cancel_all_and_reap completes parked ops, cancels the multishots and waits for their last
-//   CQE; teardown_buffers() then orphans the sources the sockets still own (owner null: a later read
-//   on another reactor adopts it; queued data is dropped, the loop that buffered it is gone) and
-//   frees the ring. It clears a source's home before its live -> orphaned CAS, which is the last
+//   CQE; teardown_buffers() then orphans the sources the sockets still own (owner null: a later
+//   operation on another reactor adopts it) and frees the ring. An orphaned listener's source keeps
+//   the connections its multishot accepted and nobody took yet (plain descriptors, nothing of this
+//   reactor): the adopting reactor's accepts take them first, and a release closes them. They were
+//   closed here, resetting connections the kernel had accepted for a listener still open (a
+//   review). A stream's queued bytes (CORIO_URING_MULTISHOT=all) are still dropped: they sit in
+//   this ring's buffers, which go with it. It clears a source's home before its live -> orphaned CAS, which is the last
 //   thing it does to the source: claim_home re-homes only an orphaned source (io_source.hpp).
 // Rejected: a queue without bound for accept (a listener nobody accepts on would hoard descriptors);
 //   a fixed buffer per connection (memory grows with connections; the shared ring grows with traffic
@@ -230,7 +234,9 @@ void uring_reactor::teardown_buffers() noexcept {
   while (sources_ != nullptr) {
     io_source& source = *sources_;
     unlink(source);
-    drop_queued(source);  // its loop is gone; a read elsewhere starts afresh
+    if (source.kind != io_kind::accept) {
+      drop_queued(source);  // in this ring's buffers: a read elsewhere starts afresh
+    }
     source.waiter = nullptr;
     source.last_waiter = nullptr;
     source.armed = false;
@@ -241,6 +247,7 @@ void uring_reactor::teardown_buffers() noexcept {
     auto live = io_source::life::live;
     if (source.released ||
         !source.state.compare_exchange_strong(live, io_source::life::orphaned, std::memory_order_acq_rel)) {
+      drop_queued(source);  // accepted connections nobody can take any more
       drop_reactor_side(source);  // let go already (here, or by another thread)
     }
   }

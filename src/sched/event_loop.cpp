@@ -16,6 +16,7 @@ namespace detail {
 thread_local constinit event_loop* current_loop = nullptr;
 thread_local constinit executor* current_executor = nullptr;
 thread_local constinit int frames_in_teardown = 0;
+thread_local constinit executor* current_sync_wait = nullptr;
 
 }  // namespace detail
 

@@ -69,12 +69,6 @@ thread_local producer_channels this_thread_channels;
 thread_local constinit last_channel_cache last_channel{0, nullptr};
 std::atomic<bool> membarrier_ready{false};
 
-void heavy_fence() noexcept {
-  if (!membarrier_ready.load(std::memory_order_relaxed) || membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-  }
-}
-
 // ---------------------------------------------------------------- post_channel
 
 post_channel::post_channel(std::uint64_t queue_id, std::shared_ptr<parker> consumer)
@@ -221,7 +215,11 @@ post_channel* post_queue::register_channel() {
 
 
 void post_queue::settle() noexcept {
-  heavy_fence();
+  if (membarrier_ready.load(std::memory_order_relaxed)) {
+    // Registered, so it cannot fail: a full barrier on every thread now running this process's code.
+    membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+  }
+  (void)closed();  // seq_cst, before the flags' seq_cst loads (the fallback's order; see "stopping")
   adopt_incoming();
   for (post_channel* channel = channels_; channel != nullptr; channel = channel->next_) {
     while (channel->push_in_progress()) {

@@ -107,9 +107,9 @@ void chan_timer::on_fire(timer& t) noexcept {
 
 bool chan_waiter::suspend(std::coroutine_handle<> self, stop_state* stop) {
   handle_ = self;
-  owner_ = current_executor;
+  owner_ = current_owner();
   stop_ = stop;
-  if (shape_.timer != nullptr && owner_ == nullptr) {
+  if (shape_.timer != nullptr && current_executor == nullptr) {
     throw std::logic_error("corio::select: a timeout branch needs an event loop or runtime on this thread");
   }
   if (stop != nullptr && stop->stop_requested()) {

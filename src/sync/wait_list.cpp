@@ -43,7 +43,7 @@ bool waiter::suspend(std::coroutine_handle<> self, stop_state* stop) {
   }
   stop_ = stop;
   handle_ = self;
-  owner_ = current_executor;
+  owner_ = current_owner();
   if (stop != nullptr && stop->stop_possible()) {
     bool granted = false;
     {

@@ -254,6 +254,35 @@ TYPED_TEST(multishot, destroying_the_loop_with_multishot_armed_frees_everything)
   listener.close();
 }
 
+// A loop that accepted on a listener is destroyed while the listener lives on: the connections its
+// multishot accept had taken and nobody accepted yet were closed with it (their clients saw a reset)
+// though the listener was still open (a review). The next loop's accepts get them.
+TYPED_TEST(multishot, connections_accepted_for_a_listener_outlive_the_loop_that_took_them) {
+  tcp_listener listener;
+  std::vector<tcp_stream> clients;
+  {
+    corio::event_loop first(TestFixture::backend);
+    run_on(first, [&]() -> corio::task<void> {
+      listener = tcp_listener::bind(endpoint::loopback_v4(0));
+      EXPECT_THROW(co_await corio::with_timeout(1ms, listener.accept()), corio::timed_out);  // arms it
+      for (int i = 0; i < 3; ++i) {
+        clients.push_back(co_await tcp_stream::connect(listener.local_endpoint()));
+        co_await clients.back().write_all(bytes("hello"));
+      }
+      co_await corio::sleep_for(20ms);  // taken by the multishot accept, queued, not accepted
+    });
+  }
+  run_on_loop(TestFixture::backend, [&]() -> corio::task<void> {
+    for (int i = 0; i < 3; ++i) {
+      auto accept = listener.accept();
+      tcp_stream server = co_await corio::with_timeout(2s, std::move(accept));
+      std::byte buffer[5];
+      EXPECT_EQ(co_await server.read_exact(buffer), 5u);
+    }
+  });
+  listener.close();
+}
+
 // A stream destroyed off its loop's thread only shuts its socket down; the loop frees the source at
 // the multishot's last completion (LeakSanitizer checks), and the peer sees end of stream.
 TYPED_TEST(multishot, a_stream_released_on_another_thread_is_freed_by_its_loop) {

@@ -6,12 +6,19 @@
 #include <corio/net/tcp_stream.hpp>
 #include <corio/time.hpp>
 
+#include <corio/yield.hpp>
+
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/net.hpp"
@@ -224,6 +231,84 @@ TYPED_TEST(stream, connect_to_a_closed_port_fails_with_connection_refused) {
                 std::string::npos)
           << e.what();
     }
+  });
+}
+
+// Two awaits completed without suspending and skipped the cooperative budget and the stop check: a
+// write_all of nothing, and a connect whose socket() failed (here EMFILE). A loop on either starved
+// every other task of its thread and never saw its cancellation (a review). The task spawned first
+// must get its turn, and a cancelled loop must end.
+TYPED_TEST(stream, awaits_that_finish_at_once_still_yield_and_see_cancellation) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto [client, server] = co_await connected_pair();
+    bool ticked = false;
+    auto ticker = corio::spawn([&]() -> corio::task<void> {
+      ticked = true;
+      co_return;
+    });
+    int writes = 0;
+    for (; !ticked && writes < 1'000'000; ++writes) {
+      co_await client.write_all(std::span<const std::byte>());
+    }
+    EXPECT_TRUE(ticked) << "an empty write_all never let the other task run";
+    co_await std::move(ticker);
+
+    endpoint peer = server.local_endpoint();
+    rlimit saved{};
+    EXPECT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+    std::vector<int> filler;
+    rlimit low = saved;
+    low.rlim_cur = 64;  // the descriptors are filled up to here (this process is this test's own)
+    EXPECT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+    for (int fd; (fd = ::dup(0)) >= 0;) {
+      filler.push_back(fd);
+    }
+    // Only plain integer checks until the limit is back: the sanitizers' own checks may need a descriptor.
+    auto looper = corio::spawn([peer]() -> corio::task<std::pair<int, std::error_code>> {
+      int attempts = 0;
+      std::error_code error;
+      for (; attempts < 1'000'000; ++attempts) {
+        co_await tcp_stream::connect(peer, error);
+        if (error.value() != EMFILE) {
+          break;
+        }
+      }
+      co_return std::pair{attempts, error};
+    });
+    co_await corio::yield();  // the looper starts, and fails its first connect
+    looper.cancel();
+    auto [attempts, error] = co_await std::move(looper);
+    for (int fd : filler) {
+      ::close(fd);
+    }
+    ::setrlimit(RLIMIT_NOFILE, &saved);
+    EXPECT_LT(attempts, 1'000'000);
+    EXPECT_EQ(error, std::errc::operation_canceled) << "after " << attempts << " connects: " << error.message();
+  });
+}
+
+// io_uring refuses a send or receive of 2 GiB or more (EINVAL) where read(2) and send(2) transfer
+// part of it: such a read or write failed on io_uring only (a review). Both now ask for at most
+// Linux's per-call limit and return what moved.
+TYPED_TEST(stream, a_read_or_write_of_2_gib_or_more_moves_part_of_it) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    constexpr std::size_t huge = std::size_t{1} << 32;  // address space only: never touched but for a few bytes
+    void* memory = ::mmap(nullptr, huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (memory == MAP_FAILED) {
+      ADD_FAILURE() << "mmap of 4 GiB of address space failed";
+      co_return;
+    }
+    std::span<std::byte> buffer(static_cast<std::byte*>(memory), huge);
+    auto [client, server] = co_await connected_pair();
+    co_await client.write_all(bytes("abc"));
+    std::error_code error;
+    std::size_t got = co_await server.read_some(buffer, error);
+    EXPECT_FALSE(error) << error.message();
+    EXPECT_EQ(got, 3u);
+    std::size_t sent = co_await server.write_some(std::span<const std::byte>(buffer.data(), buffer.size()), error);
+    EXPECT_FALSE(error) << error.message();
+    EXPECT_GT(sent, 0u);
+    ::munmap(memory, huge);
   });
 }
 

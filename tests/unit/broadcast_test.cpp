@@ -14,6 +14,8 @@
 
 #include <chrono>
 #include <cstddef>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <variant>
@@ -191,6 +193,39 @@ TEST(broadcast, two_receives_on_one_receiver_on_a_runtime_never_take_one_message
     }
   }(tx, rx, both_taken));
   EXPECT_LE(both_taken, 200);
+}
+
+// A message stayed in the ring after every receiver had read it, and after every receiver was gone,
+// until a later send overwrote it: what it held (a buffer, a connection, a reply handle) lived on (a
+// review). It now goes with its last reader.
+TEST(broadcast, a_message_is_destroyed_once_every_receiver_read_it_or_is_gone) {
+  using message = std::shared_ptr<int>;
+  auto [tx, rx] = corio::broadcast<message>(8);
+  auto rx2 = tx.subscribe();
+  auto shared = std::make_shared<int>(1);
+  ASSERT_TRUE(tx.send(shared));
+  EXPECT_EQ(shared.use_count(), 2);  // here and in the ring
+  ASSERT_TRUE(rx.try_recv().has_value());
+  EXPECT_EQ(shared.use_count(), 2) << "rx2 has yet to read it";
+  auto copy_of_rx2 = rx2;  // continues from rx2's position: a third reader
+  ASSERT_TRUE(rx2.try_recv().has_value());
+  EXPECT_EQ(shared.use_count(), 2) << "the copy has yet to read it";
+  {
+    std::optional<corio::broadcast_result<message>> last = copy_of_rx2.try_recv();
+    ASSERT_TRUE(last.has_value());
+    EXPECT_EQ(std::get<message>(*last), shared);
+    EXPECT_EQ(shared.use_count(), 2) << "the ring let go: only here and in what the last reader got";
+  }
+  EXPECT_EQ(shared.use_count(), 1);
+
+  ASSERT_TRUE(tx.send(shared));
+  ASSERT_TRUE(tx.send(shared));
+  EXPECT_EQ(shared.use_count(), 3);
+  rx = {};
+  rx2 = {};
+  EXPECT_EQ(shared.use_count(), 3) << "copy_of_rx2 has yet to read both";
+  copy_of_rx2 = {};
+  EXPECT_EQ(shared.use_count(), 1) << "no receiver is left to read them";
 }
 
 TEST(broadcast, misuse_is_reported) {

@@ -363,4 +363,24 @@ TEST(select, a_loop_destroyed_under_a_parked_select_keeps_the_value_it_had_won) 
   EXPECT_EQ(counts.alive, 0);
 }
 
+// A select kept in a variable borrowed its channels: awaited after their last handles went, it read
+// the freed channels (a review; ASan: heap-use-after-free). It holds them now: the receive branch
+// finds its channel closed, and the send branch's value stays with the select.
+TEST(select, a_select_awaited_after_its_channels_handles_went_sees_them_closed) {
+  auto [tx, rx] = corio::channel<int>(1);
+  auto [other_tx, other_rx] = corio::channel<std::string>(1);
+  auto waiting = corio::select(rx.recv(), other_tx.send(std::string("kept")), corio::otherwise());
+  tx = {};
+  rx = {};
+  other_tx = {};
+  other_rx = {};
+  auto result = corio::sync_wait(std::move(waiting));
+  ASSERT_LE(result.index(), 1u) << "a closed channel is a ready branch";
+  if (result.index() == 0) {
+    EXPECT_FALSE(std::get<0>(result).has_value());
+  } else {
+    EXPECT_FALSE(std::get<1>(result)) << "a send to a closed channel delivers nothing";
+  }
+}
+
 }  // namespace

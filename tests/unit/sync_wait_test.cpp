@@ -1,9 +1,13 @@
+#include <corio/channel.hpp>
 #include <corio/event_loop.hpp>
+#include <corio/runtime.hpp>
 #include <corio/sync_wait.hpp>
 #include <corio/task.hpp>
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -34,6 +38,54 @@ TEST(sync_wait, blocks_until_a_task_finishes_on_another_thread) {
   EXPECT_EQ(ran_on, runner_id);
   loop.stop();
   runner.join();
+}
+
+// A chain a plain thread drives through sync_wait used to move to the thread that woke it: a runtime
+// task's send ran the receiver's code inside it, and the chain then parked with that worker as its
+// owner, so a wake after the runtime was gone used the freed worker (a review; ASan:
+// heap-use-after-free). It now goes on on the thread that waits in sync_wait.
+TEST(sync_wait, a_chain_woken_from_a_runtime_worker_goes_on_on_the_waiting_thread) {
+  auto [tx, rx] = corio::channel<int>(0);
+  auto consume_two = [](corio::receiver<int>& rx, std::thread::id* first, std::thread::id* second) -> corio::task<int> {
+    std::optional<int> a = co_await rx.recv();
+    *first = std::this_thread::get_id();
+    std::optional<int> b = co_await rx.recv();
+    *second = std::this_thread::get_id();
+    co_return a.value_or(0) + b.value_or(0);
+  };
+  std::thread feeder([&tx] {
+    {
+      corio::runtime rt(corio::runtime::options{.workers = 1});
+      rt.block_on([](corio::sender<int>& tx) -> corio::task<void> { co_await tx.send(1); }(tx));
+    }
+    EXPECT_TRUE(tx.send_blocking(2));  // the runtime that sent the first value is gone
+  });
+  std::thread::id first;
+  std::thread::id second;
+  const int sum = corio::sync_wait(consume_two(rx, &first, &second));
+  feeder.join();
+  EXPECT_EQ(sum, 3);
+  EXPECT_EQ(first, std::this_thread::get_id());
+  EXPECT_EQ(second, std::this_thread::get_id());
+}
+
+// On its own thread the chain may block again (it is not on a worker), and a nested sync_wait drives
+// its own chain.
+TEST(sync_wait, the_waiting_thread_stays_a_plain_thread_for_the_chain) {
+  auto [tx, rx] = corio::channel<int>(1);
+  corio::runtime rt(corio::runtime::options{.workers = 1});
+  auto sender = rt.spawn([](corio::sender<int> tx) -> corio::task<void> {
+    co_await tx.send(1);
+    co_await tx.send(2);
+  }(tx));
+  const int sum = corio::sync_wait([](corio::receiver<int>& rx) -> corio::task<int> {
+    std::optional<int> a = co_await rx.recv();
+    corio::try_recv_result<int> b = rx.recv_blocking_for(std::chrono::seconds(10));  // refused on a worker
+    int nested = corio::sync_wait([]() -> corio::task<int> { co_return 4; }());
+    co_return a.value_or(0) + (b.value ? *b.value : 0) + nested;
+  }(rx));
+  EXPECT_EQ(sum, 7);
+  corio::sync_wait(std::move(sender));
 }
 
 TEST(sync_wait, accepts_any_awaitable) {

@@ -74,7 +74,7 @@ class chan_op : public parked_coroutine {
   /// Step 1. False if the task is cancelled already: then return completed(self).
   bool start(std::coroutine_handle<> self, stop_state* stop) noexcept {
     handle_ = self;
-    owner_ = current_executor;
+    owner_ = current_owner();
     stop_ = stop;
     if (stop != nullptr && stop->stop_requested()) {
       cancelled_ = true;

@@ -35,7 +35,9 @@
 //   destroys the buffered values (no one can receive them; a value holding a sender of this very
 //   channel would otherwise keep it alive forever). The last handle's drop destroys the state.
 //   An operation in flight borrows its handle: the handle must outlive the co_await, like any object
-//   whose member function is running.
+//   whose member function is running. A select is the exception: it is often built ahead and kept in
+//   a variable, so it holds a count of its own on each branch's channel (retain(), not a sender or
+//   a receiver: closing is unchanged), and awaiting it after the handles went is safe.
 // Fast path: a plain op's attempt() is one lock, the buffer or hand-off work, and (if it would block
 //   and nobody can cancel the task) the link, in one critical section; see chan_op.hpp.
 // Threads: every member function takes the lock itself except the *_locked ones and the branch ops
@@ -93,6 +95,9 @@ class channel_state {
   channel_state(const channel_state&) = delete;
   channel_state& operator=(const channel_state&) = delete;
 
+  /// Keeps the state allocated without being a sender or a receiver (a select), until drop_retained().
+  void retain() noexcept { handles_.fetch_add(1, std::memory_order_relaxed); }
+  void drop_retained() noexcept { release(); }
   void add_sender() noexcept {
     senders_.fetch_add(1, std::memory_order_relaxed);
     handles_.fetch_add(1, std::memory_order_relaxed);

@@ -3,8 +3,10 @@
 //
 // An executor owns coroutines and resumes them from its run queue: an event_loop, or a runtime (whose
 // workers share one executor identity, since tasks migrate between them). An awaitable that parks a
-// coroutine records `current_executor` at suspension; whoever completes the wait later, on any thread,
-// calls `schedule` on that executor. Nothing else resumes a parked coroutine.
+// coroutine records current_owner() at suspension (the executor, or the sync_wait blocking a plain
+// thread); whoever completes the wait later, on any thread, calls `schedule` on that owner. Nothing
+// else resumes a parked coroutine (but one with no owner: a coroutine resumed by hand on a plain
+// thread is resumed inline by its waker).
 // Threads: schedule() is thread-safe. `current_executor` is per thread. Timers are not the executor's
 // business: each loop and worker thread owns its own (detail/timer_queue.hpp, current_timers).
 #include <coroutine>
@@ -70,6 +72,16 @@ class executor {
 
 /// The executor whose thread runs the calling code, or null on a plain thread.
 extern thread_local constinit executor* current_executor;
+
+/// The sync_wait on this thread (innermost), while it blocks: it resumes what the chain it drives parks
+/// on this thread (sync_wait.hpp). Null elsewhere.
+extern thread_local constinit executor* current_sync_wait;
+
+/// Who resumes a coroutine that parks now, on this thread: its executor, else the sync_wait driving
+/// it, else nobody (a coroutine the caller resumed by hand: its waker resumes it inline). Everything
+/// that parks a coroutine records this, so a chain a plain thread drives never moves to the thread
+/// that wakes it.
+inline executor* current_owner() noexcept { return current_executor != nullptr ? current_executor : current_sync_wait; }
 
 /// How many executors' shutdowns are destroying frames on this thread (root_registry's teardown).
 extern thread_local constinit int frames_in_teardown;

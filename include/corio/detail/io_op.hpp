@@ -111,6 +111,14 @@ enum class io_state : std::uint8_t { idle, queued, cancel_queued, in_flight, can
 
 class io_awaiter;
 
+/// The most one send or receive asks for: Linux's per-call limit (MAX_RW_COUNT, 2 GiB less a page).
+/// io_uring refuses a longer one with EINVAL where read(2) and send(2) would transfer part of it;
+/// asking for no more keeps both backends the same (a whole transfer issues the rest next).
+inline constexpr std::uint32_t max_transfer = 0x7ffff000;
+constexpr std::uint32_t clamp_transfer(std::size_t size) noexcept {
+  return size > max_transfer ? max_transfer : static_cast<std::uint32_t>(size);
+}
+
 /// A socket as its operations name it: the descriptor number, and the generation the number had when
 /// the socket was opened (src/io/fd_records.hpp, "Threads"), so that an operation made before the
 /// socket's close and started after it ends cancelled, whatever the number names by then.
@@ -178,7 +186,7 @@ struct io_op : io_request {
     }
     buffer = static_cast<std::byte*>(buffer) + result;
     std::size_t rest = whole_size - transferred;
-    length = rest > UINT32_MAX ? UINT32_MAX : static_cast<std::uint32_t>(rest);
+    length = clamp_transfer(rest);
     return true;
   }
 };
@@ -230,6 +238,15 @@ class io_awaiter {
   bool start(std::coroutine_handle<Promise> self) {
     return start(self, stop_token_of(self));
   }
+  /// For an operation with nothing to submit, its result already in op_ (an empty whole write, a
+  /// connect whose socket() failed): still a cancellation point (-ECANCELED once a stop was
+  /// requested) and still spends the cooperative budget, as every await that does not suspend must,
+  /// or a loop on it would starve its thread and never see its cancellation.
+  template <class Promise>
+  bool finish_at_once(std::coroutine_handle<Promise> self) {
+    return finish_at_once(self, stop_token_of(self));
+  }
+  bool finish_at_once(std::coroutine_handle<> self, stop_state* stop);
   /// Submits op_ on this thread's reactor. Returns whether the coroutine stays suspended; false means
   /// the result is ready now. Throws std::logic_error on a thread with no event loop or runtime.
   bool start(std::coroutine_handle<> self, stop_state* stop);

@@ -44,10 +44,14 @@
 //    is published. settle(), after `closed_` is seen, waits until no channel is pushing; from then on
 //    no record can arrive, so the drain after it is the last. The flag's store and the `closed_` load
 //    need a StoreLoad barrier against settle's (`closed_` seen, then the flags loaded): a Dekker pair.
-//    The producer's side is a compiler barrier and settle's is membarrier(2), which runs a full
-//    barrier on every thread of the process, so a post pays no fence for it; where membarrier is not
-//    available both sides use a seq_cst fence. A channel registered after settle took `incoming_`
-//    reads `closed_` after its CAS, which comes after that exchange: it sees the close.
+//    The producer's side is a plain store and a compiler barrier, and settle's is membarrier(2),
+//    which runs a full barrier on every thread of the process, so a post pays no fence for it. Where
+//    membarrier is not available the producer sets the flag with a seq_cst exchange and loads
+//    `closed_` seq_cst, and settle loads the flags seq_cst after its seq_cst load of `closed_`: in the
+//    single order of seq_cst operations a producer that read `closed_` false set its flag before the
+//    close, so settle sees it. (No fences: ThreadSanitizer does not model them.) A channel registered
+//    after settle took `incoming_` reads `closed_` after its CAS, which comes after that exchange: it
+//    sees the close.
 //
 // Threads: push() from any thread; drain(), has_pending(), settle() and the destructor on the loop
 // thread only. Destroying the queue while another thread may still call push() is a use-after-free,
@@ -130,19 +134,8 @@ void run_boxed_functor(void* storage, bool run, std::size_t& record_bytes) {
   }
 }
 
-/// The two sides of the stopping handshake (see "stopping" above). True once membarrier(2) is
-/// registered for the process; it never turns false.
+/// True once membarrier(2) is registered for the process (see "stopping" above); never turns false.
 extern std::atomic<bool> membarrier_ready;
-/// The producer's side: orders its flag store before its `closed_` load.
-inline void light_fence() noexcept {
-  if (membarrier_ready.load(std::memory_order_relaxed)) {
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-  } else {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-  }
-}
-/// settle()'s side: a barrier on every thread of the process (or, without membarrier, on this one).
-void heavy_fence() noexcept;
 
 struct post_segment {
   static constexpr std::size_t bytes = 16 * 1024 - 64;
@@ -178,8 +171,16 @@ class post_channel {
     }
     tail_.store(++producer_tail_, std::memory_order_seq_cst);
   }
-  /// Brackets a push, closed check included (see "stopping").
-  void begin_push() noexcept { pushing_.store(true, std::memory_order_relaxed); }
+  /// Brackets a push, closed check included (see "stopping"): ordered before the `closed_` load that
+  /// follows, by membarrier on the loop's side, or else by being a seq_cst operation.
+  void begin_push() noexcept {
+    if (membarrier_ready.load(std::memory_order_relaxed)) {
+      pushing_.store(true, std::memory_order_relaxed);
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+    } else {
+      pushing_.exchange(true, std::memory_order_seq_cst);
+    }
+  }
   void end_push() noexcept { pushing_.store(false, std::memory_order_release); }
   /// After a push: wakes the consumer if it is parked. The parker is shared, so this stays valid
   /// even if the consumer's loop was destroyed right after it ran what was just pushed.
@@ -187,8 +188,8 @@ class post_channel {
 
   // ---- consumer side ----
   bool has_pending() const noexcept { return tail_.load(std::memory_order_seq_cst) != head_; }
-  /// Acquire: pairs with end_push(), so what that push published is visible once this is false.
-  bool push_in_progress() const noexcept { return pushing_.load(std::memory_order_acquire); }
+  /// Pairs with end_push(), so what that push published is visible once this is false.
+  bool push_in_progress() const noexcept { return pushing_.load(std::memory_order_seq_cst); }
   /// Runs up to `budget` functors; returns how many ran. A throwing functor is destroyed, counted as
   /// consumed, and its exception propagates.
   std::size_t drain(std::size_t budget);
@@ -301,8 +302,7 @@ class post_queue {
       ~push_bracket() { channel.end_push(); }
     } bracket{channel};
     channel.begin_push();
-    light_fence();
-    if (closed_.load(std::memory_order_relaxed)) {
+    if (closed_.load(std::memory_order_seq_cst)) {
       return false;  // closed since the first look: settle() may already have passed this channel
     }
     channel.push(std::forward<F>(functor));

@@ -135,7 +135,7 @@ class transfer_awaiter : public io_awaiter {
     target(socket);
     op_.source = source;
     op_.buffer = const_cast<void*>(data);  // send only reads it
-    op_.length = size > UINT32_MAX ? UINT32_MAX : static_cast<std::uint32_t>(size);
+    op_.length = clamp_transfer(size);
     keep_when_cancelled(stash);
   }
 
@@ -166,14 +166,14 @@ class send_all_awaiter : public io_awaiter {
     target(socket);
     op_.source = source;
     op_.buffer = const_cast<void*>(data);  // send only reads it
-    op_.length = size > UINT32_MAX ? UINT32_MAX : static_cast<std::uint32_t>(size);
+    op_.length = clamp_transfer(size);
     op_.whole_size = size;
   }
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> self) {
     if (op_.whole_size == 0) {
-      return false;  // nothing to send: result 0
+      return finish_at_once(self);  // nothing to send: result 0
     }
     writer_.claim();
     return start_holding(writer_, self);

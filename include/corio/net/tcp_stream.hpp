@@ -29,10 +29,11 @@ class connect_awaiter : public corio::detail::io_awaiter {
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> self) {
-    if (!prepare()) {
-      return false;  // socket() failed: op_.result holds the error
+    corio::detail::stop_state* stop = corio::detail::stop_token_of(self);
+    if ((stop != nullptr && stop->stop_requested()) || !prepare()) {
+      return finish_at_once(self, stop);  // cancelled (no socket opened), or socket() failed: op_.result holds why
     }
-    return start(self);
+    return start(self, stop);
   }
   tcp_stream await_resume();
 
