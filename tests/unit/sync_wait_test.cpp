@@ -56,7 +56,7 @@ TEST(sync_wait, a_chain_woken_from_a_runtime_worker_goes_on_on_the_waiting_threa
   std::thread feeder([&tx] {
     {
       corio::runtime rt(corio::runtime::options{.workers = 1});
-      rt.block_on([](corio::sender<int>& tx) -> corio::task<void> { co_await tx.send(1); }(tx));
+      rt.block_on([](corio::sender<int>& tx) -> corio::task<void> { EXPECT_TRUE(co_await tx.send(1)); }(tx));
     }
     EXPECT_TRUE(tx.send_blocking(2));  // the runtime that sent the first value is gone
   });
@@ -75,8 +75,8 @@ TEST(sync_wait, the_waiting_thread_stays_a_plain_thread_for_the_chain) {
   auto [tx, rx] = corio::channel<int>(1);
   corio::runtime rt(corio::runtime::options{.workers = 1});
   auto sender = rt.spawn([](corio::sender<int> tx) -> corio::task<void> {
-    co_await tx.send(1);
-    co_await tx.send(2);
+    EXPECT_TRUE(co_await tx.send(1));
+    EXPECT_TRUE(co_await tx.send(2));
   }(tx));
   const int sum = corio::sync_wait([](corio::receiver<int>& rx) -> corio::task<int> {
     std::optional<int> a = co_await rx.recv();
