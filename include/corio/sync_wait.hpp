@@ -19,22 +19,46 @@
 namespace corio {
 namespace detail {
 
-// The blocked thread of one sync_wait, as the executor of the chain it drives: a coroutine of that
-// chain that parks on this thread records it as its owner (current_owner()), and whoever wakes it,
-// on any thread, queues it here; the blocked thread resumes it. So the chain never runs on its
-// waker's thread: not inside a runtime task's send, and not through a worker that is later destroyed
-// (it used to be resumed inline there, and record that worker as its owner at its next park).
-// It is not `current_executor`: the thread stays a plain one (it may block, it has no timers and
-// owns no tasks), so the members other than the queue refuse or do nothing.
-// Threads: schedule() and finish() from any thread, under the mutex, so the blocked thread cannot
-// return (and free this object) while one of them still touches it; run_until_done() on the blocked
-// thread only.
-class sync_wait_executor final : public executor {
+// A thread blocked in sync_wait, as the executor of the chains it drives.
+// Design note.
+// - Who: one object per thread that ever blocked in sync_wait, taken from a process-wide pool at its
+//   first sync_wait and given back when the thread exits; never freed (a coroutine that parked
+//   while a sync_wait ran may be woken long after: see the last point).
+// - While a sync_wait runs on the thread (depth_ > 0) this is current_sync_wait, so a coroutine that
+//   parks on the thread records it as its owner (current_owner()), and whoever wakes it, on any
+//   thread, queues it here; the blocked thread resumes it. So a chain sync_wait drives never runs on
+//   its waker's thread (it used to be resumed inline there: inside a runtime task's send, and then
+//   with that worker as its owner, freed with its runtime).
+// - Nested sync_waits on one thread (a blocking call made by the chain) share the one queue, each
+//   with its own `done` flag: the innermost resumes everything queued, the outer chains' coroutines
+//   too, so an inner wait that depends on one of them completes.
+// - With no sync_wait running (depth_ 0), try_schedule() refuses, and the waker resumes the coroutine
+//   inline, as it does any coroutine with no owner: one resumed by hand that parked during a sync_wait
+//   and outlived it (a foreign coroutine type) is not stranded in a queue nobody drains. One woken as
+//   the last sync_wait finishes is resumed by that sync_wait before it returns.
+// - It is not `current_executor`: the thread stays a plain one (it may block, it has no timers and
+//   owns no tasks), so the members other than the queue refuse or do nothing.
+// Threads: try_schedule(), schedule() and finish() from any thread, under the mutex, so a blocked
+// sync_wait cannot return (its `done` flag is on its stack) while one of them still touches it;
+// levels and run_until() on the owning thread only.
+class blocked_thread final : public executor {
  public:
-  void schedule(std::coroutine_handle<> handle) noexcept override {
+  /// The calling thread's.
+  static blocked_thread& here();
+
+  bool try_schedule(std::coroutine_handle<> handle) noexcept override {
     std::lock_guard lock(mutex_);
-    ready_.push_back(handle);  // a handful at most: one per branch of the chain parked here
+    if (depth_ == 0) {
+      return false;
+    }
+    ready_.push_back(handle);  // a handful at most: one per branch of the chains parked here
     wake_.notify_one();
+    return true;
+  }
+  void schedule(std::coroutine_handle<> handle) noexcept override {
+    if (!try_schedule(handle)) {
+      resume_top(handle);
+    }
   }
   void yield_current(std::coroutine_handle<> handle) override { schedule(handle); }
   void adopt(root_base&) override {
@@ -45,48 +69,67 @@ class sync_wait_executor final : public executor {
   void report_unhandled(std::exception_ptr failure) noexcept override { print_unhandled_exception(std::move(failure)); }
   std::shared_ptr<const failure_sink> unhandled_sink() const noexcept override { return nullptr; }
 
-  /// The driver coroutine reached its end (on whichever thread completed the chain).
-  void finish() {
+  /// Any thread: the chain of one of this thread's sync_waits ended.
+  void finish(bool& done) {
     std::lock_guard lock(mutex_);
-    done_ = true;
+    done = true;
     wake_.notify_one();
   }
 
-  /// Resumes what is queued here until finish().
-  void run_until_done() {
-    drain([this](std::unique_lock<std::mutex>& lock, auto woken) {
+  /// Resumes what is queued here until `done` (finish()).
+  void run_until(const bool& done) {
+    drain(done, [this](std::unique_lock<std::mutex>& lock, auto woken) {
       wake_.wait(lock, woken);
       return true;
     });
   }
   /// The same, but false if `deadline` passed first.
   template <class Clock, class Duration>
-  bool run_until_done(std::chrono::time_point<Clock, Duration> deadline) {
-    return drain([&](std::unique_lock<std::mutex>& lock, auto woken) { return wake_.wait_until(lock, deadline, woken); });
+  bool run_until(const bool& done, std::chrono::time_point<Clock, Duration> deadline) {
+    return drain(done, [&](std::unique_lock<std::mutex>& lock, auto woken) { return wake_.wait_until(lock, deadline, woken); });
   }
 
-  /// Installs this as the thread's current_sync_wait for a scope (nested sync_waits restore the outer).
-  class installed {
+  /// One sync_wait on this thread, for its duration.
+  class level {
    public:
-    explicit installed(sync_wait_executor& driver) noexcept : outer_(std::exchange(current_sync_wait, &driver)) {}
-    ~installed() { current_sync_wait = outer_; }
-    installed(const installed&) = delete;
-    installed& operator=(const installed&) = delete;
+    explicit level(blocked_thread& thread) : thread_(thread), outer_(current_sync_wait) {
+      std::lock_guard lock(thread_.mutex_);
+      ++thread_.depth_;
+      current_sync_wait = &thread_;
+    }
+    /// The outermost one's end resumes what is still queued here (coroutines of no chain it drove,
+    /// woken as it finished), inline, as try_schedule() would have had them resumed from now on.
+    ~level() {
+      std::vector<std::coroutine_handle<>> left;
+      {
+        std::lock_guard lock(thread_.mutex_);
+        if (--thread_.depth_ == 0) {
+          left.swap(thread_.ready_);
+        }
+        current_sync_wait = outer_;
+      }
+      for (std::coroutine_handle<> handle : left) {
+        resume_top(handle);
+      }
+    }
+    level(const level&) = delete;
+    level& operator=(const level&) = delete;
 
    private:
+    blocked_thread& thread_;
     executor* outer_;
   };
 
  private:
   template <class Wait>
-  bool drain(Wait wait) {
+  bool drain(const bool& done, Wait wait) {
     std::unique_lock lock(mutex_);
     for (;;) {
-      if (!wait(lock, [this] { return done_ || !ready_.empty(); })) {
+      if (!wait(lock, [&] { return done || !ready_.empty(); })) {
         return false;
       }
-      if (ready_.empty()) {
-        return true;
+      if (done) {
+        return true;  // what is left belongs to an enclosing sync_wait on this thread
       }
       std::vector<std::coroutine_handle<>> batch;
       batch.swap(ready_);
@@ -101,7 +144,7 @@ class sync_wait_executor final : public executor {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::vector<std::coroutine_handle<>> ready_;
-  bool done_ = false;
+  int depth_ = 0;
 };
 
 template <class T>
@@ -111,14 +154,15 @@ struct signal_on_final_suspend {
   bool await_ready() const noexcept { return false; }
   template <class Promise>
   void await_suspend(std::coroutine_handle<Promise> self) const noexcept {
-    self.promise().driver_->finish();
+    self.promise().driver_->finish(*self.promise().done_);
   }
   void await_resume() const noexcept {}
 };
 
 template <class T>
 struct sync_wait_promise_common : pooled_frame {
-  sync_wait_executor* driver_ = nullptr;
+  blocked_thread* driver_ = nullptr;
+  bool* done_ = nullptr;  // on the blocked sync_wait's stack
   result_slot<T> result_;
 
   std::suspend_always initial_suspend() const noexcept { return {}; }
@@ -155,12 +199,14 @@ class sync_wait_driver {
   }
 
   T run() {
-    sync_wait_executor driver;
-    handle_.promise().driver_ = &driver;
+    blocked_thread& thread = blocked_thread::here();
+    bool done = false;
+    handle_.promise().driver_ = &thread;
+    handle_.promise().done_ = &done;
     {
-      sync_wait_executor::installed here(driver);
+      blocked_thread::level waiting(thread);
       detail::resume_top(handle_);
-      driver.run_until_done();
+      thread.run_until(done);
     }
     return handle_.promise().result_.take();
   }
@@ -169,14 +215,16 @@ class sync_wait_driver {
   /// stop request), then waiting for it to end.
   template <class Clock, class Duration, class OnDeadline>
   T run_until(std::chrono::time_point<Clock, Duration> deadline, OnDeadline on_deadline) {
-    sync_wait_executor driver;
-    handle_.promise().driver_ = &driver;
+    blocked_thread& thread = blocked_thread::here();
+    bool done = false;
+    handle_.promise().driver_ = &thread;
+    handle_.promise().done_ = &done;
     {
-      sync_wait_executor::installed here(driver);
+      blocked_thread::level waiting(thread);
       detail::resume_top(handle_);
-      if (!driver.run_until_done(deadline)) {
+      if (!thread.run_until(done, deadline)) {
         on_deadline();
-        driver.run_until_done();
+        thread.run_until(done);
       }
     }
     return handle_.promise().result_.take();

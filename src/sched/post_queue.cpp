@@ -3,10 +3,12 @@
 #include <corio/detail/post_queue.hpp>
 
 #include <linux/membarrier.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -18,7 +20,7 @@ std::atomic<std::uint64_t> next_queue_id{1};
 long membarrier(int command) noexcept { return ::syscall(SYS_membarrier, command, 0, 0); }
 
 // Once per process, before the first queue exists (so before any push can read the flag). A seccomp
-// filter or an old kernel that refuses leaves both sides on seq_cst fences.
+// filter or an old kernel that refuses leaves both sides on seq_cst operations.
 bool register_membarrier() noexcept {
   const long supported = membarrier(MEMBARRIER_CMD_QUERY);
   if (supported < 0 || (supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0 ||
@@ -27,6 +29,30 @@ bool register_membarrier() noexcept {
   }
   membarrier_ready.store(true, std::memory_order_relaxed);
   return true;
+}
+
+bool membarrier_registered() noexcept {
+  static const bool registered = register_membarrier();
+  return registered;
+}
+
+// settle()'s side of the handshake: a full barrier on every thread now running this process's code.
+// membarrier can still fail after its registration (a seccomp filter installed since); then taking
+// write access away from a page this thread just wrote does the same, since the kernel must
+// interrupt every CPU that may hold the page's mapping, which is every CPU running one of the
+// process's threads (the fallback userspace RCU and folly use too).
+void process_wide_barrier() noexcept {
+  if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0) {
+    return;
+  }
+  static std::mutex page_mutex;
+  static void* const page = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  std::lock_guard lock(page_mutex);
+  if (page != MAP_FAILED) {
+    *static_cast<volatile char*>(page) = 1;
+    ::mprotect(page, 4096, PROT_READ);
+    ::mprotect(page, 4096, PROT_READ | PROT_WRITE);
+  }
 }
 
 // Set when this thread's producer_channels is destroyed: a thread_local destructed after it that posts
@@ -173,9 +199,9 @@ void post_channel::release() noexcept {
 // ---------------------------------------------------------------- post_queue
 
 post_queue::post_queue(std::shared_ptr<parker> consumer_parker)
-    : consumer_parker_(std::move(consumer_parker)), id_(next_queue_id.fetch_add(1, std::memory_order_relaxed)) {
-  static const bool registered [[maybe_unused]] = register_membarrier();
-}
+    : consumer_parker_(std::move(consumer_parker)),
+      id_(next_queue_id.fetch_add(1, std::memory_order_relaxed)),
+      asymmetric_(membarrier_registered()) {}
 
 post_queue::~post_queue() {
   close();
@@ -215,9 +241,8 @@ post_channel* post_queue::register_channel() {
 
 
 void post_queue::settle() noexcept {
-  if (membarrier_ready.load(std::memory_order_relaxed)) {
-    // Registered, so it cannot fail: a full barrier on every thread now running this process's code.
-    membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+  if (asymmetric_) {
+    process_wide_barrier();
   }
   (void)closed();  // seq_cst, before the flags' seq_cst loads (the fallback's order; see "stopping")
   adopt_incoming();
@@ -229,7 +254,7 @@ void post_queue::settle() noexcept {
 }
 
 void post_queue::adopt_incoming() noexcept {
-  if (incoming_.load(std::memory_order_relaxed) == nullptr) {
+  if (incoming_.load(std::memory_order_seq_cst) == nullptr) {  // seq_cst: settle()'s order (see "stopping")
     return;
   }
   post_channel* taken = incoming_.exchange(nullptr, std::memory_order_seq_cst);

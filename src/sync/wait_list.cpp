@@ -25,8 +25,7 @@ void wake_batch::resume_all() noexcept {
     head_ = w.batch_next_;
     executor* owner = w.owner_;
     std::coroutine_handle<> handle = w.handle_;
-    if (owner != nullptr) {
-      owner->schedule(handle);
+    if (owner != nullptr && owner->try_schedule(handle)) {
       w.in_hand_.store(false, std::memory_order_release);  // the waiter (or its destructor) may go on
     } else {
       w.in_hand_.store(false, std::memory_order_release);  // before resuming: it polls on this thread

@@ -6,7 +6,7 @@
 //   3. still serves an echo, and
 //   4. refuses with a clear std::system_error when io_uring is asked for by name.
 // The filter denies membarrier(2) too (some profiles do), so the post queue's stopping handshake
-// runs on its fence fallback here:
+// runs on its seq_cst fallback here:
 //   5. posts racing stop() still all run, or are refused.
 // Exit 0: all held; 1: a check failed; 77: seccomp filters cannot be installed here (skipped).
 #include <corio/event_loop.hpp>
@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
 
   expect(!corio::detail::membarrier_ready.load(), "the post queue found membarrier denied");
   expect(corio::test::rounds_with_accepted_posts_unrun(20) == 0,
-         "posts racing stop() all run or are refused (fence fallback)");
+         "posts racing stop() all run or are refused (without membarrier)");
 
   std::fflush(stderr);
   ::dup2(saved_stderr, 2);

@@ -1,6 +1,6 @@
 #pragma once
 // A race between event_loop::post and stop(), shared by the unit test and the fallback test (which
-// runs it with membarrier(2) denied, so the stopping handshake's fence fallback is exercised).
+// runs it with membarrier(2) denied, so the stopping handshake's seq_cst fallback is exercised).
 #include <corio/event_loop.hpp>
 
 #include <atomic>

@@ -196,6 +196,29 @@ TEST(post, a_functor_whose_copy_throws_is_not_queued_and_the_queue_stays_usable)
   check_a_throwing_copy_leaves_the_queue_usable<200>();  // boxed on the heap
 }
 
+// A functor whose copy posts to the same loop from the same thread: the inner record was published
+// before the outer one was written, and the loop read an unwritten record (a review: ASan SEGV). The
+// inner post throws logic_error, so the outer one does too, and the queue stays usable.
+struct posts_while_copied {
+  corio::event_loop* loop;
+  int* ran;
+  posts_while_copied(corio::event_loop* target, int* counter) : loop(target), ran(counter) {}
+  posts_while_copied(const posts_while_copied& other) : loop(other.loop), ran(other.ran) {
+    loop->post([counter = ran] { ++*counter; });
+  }
+  void operator()() const { ++*ran; }
+};
+
+TEST(post, a_post_from_the_copy_of_a_functor_being_posted_throws_logic_error) {
+  corio::event_loop loop;
+  int ran = 0;
+  const posts_while_copied functor{&loop, &ran};
+  EXPECT_THROW((void)loop.post(functor), std::logic_error);
+  EXPECT_TRUE(loop.post([&ran] { ran += 10; }));
+  loop.run_until_idle();
+  EXPECT_EQ(ran, 10);
+}
+
 // A post that passed the stop check as stop() ran, and published its functor after run()'s last
 // drain, returned true and never ran (a review).
 TEST(post, every_post_accepted_as_the_loop_stops_runs_before_run_returns) {

@@ -3,13 +3,18 @@
 #include <corio/runtime.hpp>
 #include <corio/sync_wait.hpp>
 #include <corio/task.hpp>
+#include <corio/when_all.hpp>
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <coroutine>
+#include <exception>
 #include <optional>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
 namespace {
 
@@ -86,6 +91,61 @@ TEST(sync_wait, the_waiting_thread_stays_a_plain_thread_for_the_chain) {
   }(rx));
   EXPECT_EQ(sum, 7);
   corio::sync_wait(std::move(sender));
+}
+
+// Nested sync_waits on one thread share its queue: an inner wait that needs a coroutine of the outer
+// chain to run completes. (With a queue per sync_wait the outer one waited behind the inner for good:
+// a review.)
+TEST(sync_wait, a_nested_sync_wait_that_needs_the_outer_chain_completes) {
+  auto [tx1, rx1] = corio::channel<int>(1);
+  auto [tx2, rx2] = corio::channel<int>(1);
+  auto relay = [](corio::receiver<int>& in, corio::sender<int>& out) -> corio::task<int> {
+    std::optional<int> value = co_await in.recv();
+    EXPECT_TRUE(co_await out.send(value.value_or(0) + 1));
+    co_return 0;
+  };
+  auto nested = [](corio::receiver<int>& in) -> corio::task<int> {
+    co_return corio::sync_wait(in.recv()).value_or(0);  // blocks the thread inside the outer chain
+  };
+  std::thread feeder([&tx1] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_TRUE(tx1.send_blocking(41));
+  });
+  auto results = corio::sync_wait(corio::when_all(relay(rx1, tx2), nested(rx2)));
+  feeder.join();
+  EXPECT_EQ(std::get<1>(results), 42);
+}
+
+// A coroutine of a foreign type, resumed by hand, that parked on a channel inside a sync_wait and
+// outlived it: its owner was the sync_wait's stack object, which its wake-up then used (a review;
+// ASan: stack-use-after-return). It is resumed inline by its waker now, as any coroutine with no owner.
+struct eager_coroutine {
+  struct promise_type {
+    eager_coroutine get_return_object() noexcept { return {}; }
+    std::suspend_never initial_suspend() const noexcept { return {}; }
+    std::suspend_never final_suspend() const noexcept { return {}; }
+    void return_void() const noexcept {}
+    void unhandled_exception() const noexcept { std::terminate(); }
+  };
+};
+
+eager_coroutine listen(corio::receiver<int>& rx, std::atomic<int>& got) {
+  std::optional<int> value = co_await rx.recv();
+  got = value.value_or(-1);
+}
+
+TEST(sync_wait, a_foreign_coroutine_that_parked_during_a_sync_wait_is_woken_after_it) {
+  auto [tx, rx] = corio::channel<int>(0);
+  std::atomic<int> got{0};
+  corio::sync_wait([](corio::receiver<int>& rx, std::atomic<int>& got) -> corio::task<void> {
+    listen(rx, got);  // parks: the sync_wait ends with it still waiting
+    co_return;
+  }(rx, got));
+  std::thread sender([&tx] { EXPECT_TRUE(tx.send_blocking(7)); });
+  sender.join();
+  EXPECT_EQ(got.load(), 7);
+  std::thread another([&tx] { EXPECT_EQ(tx.try_send(8), corio::channel_status::full); });  // nobody waits now
+  another.join();
 }
 
 TEST(sync_wait, accepts_any_awaitable) {

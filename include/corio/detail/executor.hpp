@@ -4,9 +4,10 @@
 // An executor owns coroutines and resumes them from its run queue: an event_loop, or a runtime (whose
 // workers share one executor identity, since tasks migrate between them). An awaitable that parks a
 // coroutine records current_owner() at suspension (the executor, or the sync_wait blocking a plain
-// thread); whoever completes the wait later, on any thread, calls `schedule` on that owner. Nothing
-// else resumes a parked coroutine (but one with no owner: a coroutine resumed by hand on a plain
-// thread is resumed inline by its waker).
+// thread); whoever completes the wait later, on any thread, hands it to that owner (try_schedule).
+// Nothing else resumes a parked coroutine, but its waker when it has no owner (a coroutine resumed
+// by hand on a plain thread) or its owner refuses (such a coroutine that parked during a sync_wait
+// and is woken after it).
 // Threads: schedule() is thread-safe. `current_executor` is per thread. Timers are not the executor's
 // business: each loop and worker thread owns its own (detail/timer_queue.hpp, current_timers).
 #include <coroutine>
@@ -28,6 +29,14 @@ class executor {
   /// executor's own thread it is a local push; from elsewhere, a lock-free post or an injection.
   /// After shutdown the handle is dropped: its frame is destroyed by the shutdown itself.
   virtual void schedule(std::coroutine_handle<> handle) noexcept = 0;
+
+  /// Thread-safe. schedule(), unless this executor cannot take the handle now (a plain thread no
+  /// longer blocked in sync_wait: sync_wait.hpp): then false, and the caller resumes it inline, as
+  /// it would a coroutine with no owner.
+  virtual bool try_schedule(std::coroutine_handle<> handle) noexcept {
+    schedule(handle);
+    return true;
+  }
 
   /// Thread-safe. Makes every handle in `handles` runnable, in order, as if each went through
   /// schedule(), but as one batch: an executor may queue them with one operation and one wake-up (a
@@ -73,8 +82,8 @@ class executor {
 /// The executor whose thread runs the calling code, or null on a plain thread.
 extern thread_local constinit executor* current_executor;
 
-/// The sync_wait on this thread (innermost), while it blocks: it resumes what the chain it drives parks
-/// on this thread (sync_wait.hpp). Null elsewhere.
+/// This thread, as the executor of the chains its sync_waits drive, while one blocks here
+/// (sync_wait.hpp); null otherwise.
 extern thread_local constinit executor* current_sync_wait;
 
 /// Who resumes a coroutine that parks now, on this thread: its executor, else the sync_wait driving
@@ -123,11 +132,10 @@ inline void resume_top(std::coroutine_handle<> handle) noexcept {
   }
 }
 
-/// Resumes `handle` through `owner`, or inline when it was suspended on a plain thread (no executor).
+/// Resumes `handle` through `owner`, or inline when it was suspended with no owner (or its owner is a
+/// plain thread no longer in sync_wait).
 inline void resume_through(executor* owner, std::coroutine_handle<> handle) {
-  if (owner != nullptr) {
-    owner->schedule(handle);
-  } else {
+  if (owner == nullptr || !owner->try_schedule(handle)) {
     resume_top(handle);
   }
 }
