@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -94,6 +95,11 @@ thread_local producer_channels this_thread_channels;
 
 thread_local constinit last_channel_cache last_channel{0, nullptr};
 std::atomic<bool> membarrier_ready{false};
+
+void throw_nested_post() {
+  throw std::logic_error("corio::event_loop::post: called from the copy or move of a functor being posted to the "
+                         "same loop");
+}
 
 // ---------------------------------------------------------------- post_channel
 
