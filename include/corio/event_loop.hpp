@@ -187,9 +187,9 @@ class event_loop final : private detail::executor {
   /// other functors posted by the calling thread (except posts from thread_local destructors at the
   /// thread's exit, once its post channels are gone: each of those goes alone, in no set order).
   /// Throws what copying or moving the functor throws, with nothing queued. Functors of up to 64
-  /// bytes (aligned to at most 8) are stored in place (no allocation). Returns false, without taking the functor, if the loop is
-  /// stopped. A functor that was accepted runs unless the loop is destroyed first, in which case it is
-  /// destroyed unrun.
+  /// bytes (aligned to at most 8) are stored in place (no allocation). Returns false, without taking
+  /// the functor, if the loop is stopped. A functor that was accepted runs unless the loop is
+  /// destroyed first, in which case it is destroyed unrun.
   /// An exception thrown by the functor propagates out of run().
   template <class F>
   bool post(F&& functor) {

@@ -199,22 +199,25 @@ class sync_wait_driver {
   }
 
   T run() {
-    blocked_thread& thread = blocked_thread::here();
-    bool done = false;
-    handle_.promise().driver_ = &thread;
-    handle_.promise().done_ = &done;
-    {
-      blocked_thread::level waiting(thread);
-      detail::resume_top(handle_);
-      thread.run_until(done);
-    }
-    return handle_.promise().result_.take();
+    return drive([](blocked_thread& thread, const bool& done) { thread.run_until(done); });
   }
 
   /// run(), calling `on_deadline` once if `deadline` passes first (to make the awaitable end, by a
   /// stop request), then waiting for it to end.
   template <class Clock, class Duration, class OnDeadline>
   T run_until(std::chrono::time_point<Clock, Duration> deadline, OnDeadline on_deadline) {
+    return drive([&](blocked_thread& thread, const bool& done) {
+      if (!thread.run_until(done, deadline)) {
+        on_deadline();
+        thread.run_until(done);
+      }
+    });
+  }
+
+ private:
+  // Starts the awaitable on this thread, then lets `wait` run the thread's queue until it is done.
+  template <class Wait>
+  T drive(Wait wait) {
     blocked_thread& thread = blocked_thread::here();
     bool done = false;
     handle_.promise().driver_ = &thread;
@@ -222,15 +225,11 @@ class sync_wait_driver {
     {
       blocked_thread::level waiting(thread);
       detail::resume_top(handle_);
-      if (!thread.run_until(done, deadline)) {
-        on_deadline();
-        thread.run_until(done);
-      }
+      wait(thread, done);
     }
     return handle_.promise().result_.take();
   }
 
- private:
   std::coroutine_handle<promise_type> handle_;
 };
 

@@ -104,8 +104,9 @@
 //   reactor): the adopting reactor's accepts take them first, and a release closes them. They were
 //   closed here, resetting connections the kernel had accepted for a listener still open (a
 //   review). A stream's queued bytes (CORIO_URING_MULTISHOT=all) are still dropped: they sit in
-//   this ring's buffers, which go with it. It clears a source's home before its live -> orphaned CAS, which is the last
-//   thing it does to the source: claim_home re-homes only an orphaned source (io_source.hpp).
+//   this ring's buffers, which go with it. It clears a source's home before its live -> orphaned
+//   CAS, which is the last thing it does to the source: claim_home re-homes only an orphaned source
+//   (io_source.hpp).
 // Rejected: a queue without bound for accept (a listener nobody accepts on would hoard descriptors);
 //   a fixed buffer per connection (memory grows with connections; the shared ring grows with traffic
 //   in flight); copying buffered data into a per-stream heap queue (an allocation per read).

@@ -20,21 +20,12 @@ std::atomic<std::uint64_t> next_queue_id{1};
 
 long membarrier(int command) noexcept { return ::syscall(SYS_membarrier, command, 0, 0); }
 
-// Once per process, before the first queue exists (so before any push can read the flag). A seccomp
+// Once per process, before the first queue exists (so before any push can read the answer). A seccomp
 // filter or an old kernel that refuses leaves both sides on seq_cst operations.
 bool register_membarrier() noexcept {
   const long supported = membarrier(MEMBARRIER_CMD_QUERY);
-  if (supported < 0 || (supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0 ||
-      membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0) {
-    return false;
-  }
-  membarrier_ready.store(true, std::memory_order_relaxed);
-  return true;
-}
-
-bool membarrier_registered() noexcept {
-  static const bool registered = register_membarrier();
-  return registered;
+  return supported >= 0 && (supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
+         membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
 }
 
 // settle()'s side of the handshake: a full barrier on every thread now running this process's code.
@@ -94,7 +85,11 @@ thread_local producer_channels this_thread_channels;
 }  // namespace
 
 thread_local constinit last_channel_cache last_channel{0, nullptr};
-std::atomic<bool> membarrier_ready{false};
+
+bool membarrier_registered() noexcept {
+  static const bool registered = register_membarrier();
+  return registered;
+}
 
 void throw_nested_post() {
   throw std::logic_error("corio::event_loop::post: called from the copy or move of a functor being posted to the "

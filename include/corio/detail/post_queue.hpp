@@ -143,8 +143,9 @@ void run_boxed_functor(void* storage, bool run, std::size_t& record_bytes) {
 /// std::logic_error. Out of line, so the push it guards stays small enough to inline.
 [[noreturn, gnu::cold, gnu::noinline]] void throw_nested_post();
 
-/// True once membarrier(2) is registered for the process (see "stopping" above); never turns false.
-extern std::atomic<bool> membarrier_ready;
+/// Whether membarrier(2) is registered for the process (see "stopping" above), registering it on the
+/// first call: each queue asks once, when it is made, before any push can read its answer.
+bool membarrier_registered() noexcept;
 
 struct post_segment {
   static constexpr std::size_t bytes = 16 * 1024 - 64;
@@ -349,7 +350,7 @@ class post_queue {
 
   const std::shared_ptr<parker> consumer_parker_;
   const std::uint64_t id_;
-  const bool asymmetric_;  // membarrier_ready when this queue was made: read on every push's line
+  const bool asymmetric_;  // membarrier_registered(), kept on the line every push reads
   std::atomic<bool> closed_{false};
   std::atomic<post_channel*> incoming_{nullptr};
   // Consumer-private, written every drain: off the line every push reads (`id_`, `closed_`).
