@@ -5,6 +5,7 @@
 #include <coroutine>
 #include <exception>
 #include <mutex>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -36,6 +37,8 @@ namespace detail {
 //   inline, as it does any coroutine with no owner: one resumed by hand that parked during a sync_wait
 //   and outlived it (a foreign coroutine type) is not stranded in a queue nobody drains. One woken as
 //   the last sync_wait finishes is resumed by that sync_wait before it returns.
+// - Out of memory for the queue, try_schedule() refuses too (inline resumption on the waker's thread,
+//   as before this queue existed) rather than terminate the process from a noexcept wake-up.
 // - It is not `current_executor`: the thread stays a plain one (it may block, it has no timers and
 //   owns no tasks), so the members other than the queue refuse or do nothing.
 // Threads: try_schedule(), schedule() and finish() from any thread, under the mutex, so a blocked
@@ -51,7 +54,11 @@ class blocked_thread final : public executor {
     if (depth_ == 0) {
       return false;
     }
-    ready_.push_back(handle);  // a handful at most: one per branch of the chains parked here
+    try {
+      ready_.push_back(handle);  // a handful at most: one per branch of the chains parked here
+    } catch (const std::bad_alloc&) {
+      return false;  // out of memory: the waker resumes it inline, as it would with no sync_wait running
+    }
     wake_.notify_one();
     return true;
   }

@@ -135,11 +135,12 @@ int attempt(io_op& op) noexcept {
 // attempt(), repeated while a whole transfer (write_all, io_op.hpp) makes progress: its op waits
 // only when the socket's send buffer is full, and is finished once everything is sent.
 int attempt_whole(io_op& op) noexcept {
-  int result = attempt(op);
-  while (op.advance_whole(result)) {
-    result = attempt(op);
+  for (;;) {
+    int result = attempt(op);  // its one call: inlined
+    if (!op.advance_whole(result)) {
+      return result;
+    }
   }
-  return result;
 }
 
 struct op_list {
@@ -244,7 +245,7 @@ class epoll_reactor final : public reactor {
 
   bool submit(io_op& op) noexcept override {
     fd_entry* entry = watched(op.fd);
-    fd_record* record = entry != nullptr ? entry->record : record_of(op.fd, true);
+    fd_record* record = entry != nullptr ? entry->record : op.record != nullptr ? op.record : record_of(op.fd, true);
     if (!enter_calls(record, op.generation)) {  // its socket was closed since the op was made
       op.result = -ECANCELED;
       return true;
@@ -416,11 +417,14 @@ class epoll_reactor final : public reactor {
   // syscall: a read must not take data, nor an error meant for the next reader, for a task that is
   // being cancelled.
   void retry(fd_entry& entry, bool readers) noexcept {
+    op_list& waiting = readers ? entry.readers : entry.writers;
+    if (waiting.head == nullptr) {
+      return;  // the usual writers' case: an event reports EPOLLOUT with every read edge
+    }
     if (!enter_calls(entry.record, entry.generation)) {  // closed on another thread, told or not yet
       drop_closed(entry);
       return;
     }
-    op_list& waiting = readers ? entry.readers : entry.writers;
     while (io_op* op = waiting.head) {
       if (op->state.load(std::memory_order_acquire) == io_state::cancel_requested) {
         waiting.pop();

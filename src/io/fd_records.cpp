@@ -128,7 +128,10 @@ void withdraw(reactor& self) noexcept {
 
 std::mutex& registry_mutex() noexcept { return registry().mutex; }
 
-std::uint32_t socket_generation(int fd) noexcept { return generation_in(record_of(fd, true)); }
+socket_id identify_socket(int fd) noexcept {
+  fd_record* record = record_of(fd, true);
+  return {fd, generation_in(record), record};
+}
 
 void close_socket(int fd) noexcept {
   if (fd < 0) {

@@ -135,7 +135,7 @@ inline void leave_calls(fd_record* record) noexcept {
 /// Whether the socket `op` names was closed since the op was made (a relaxed read: see "Calls" for
 /// what it cannot see).
 inline bool closed_since_opened(const io_request& op) noexcept {
-  const fd_record* record = record_of(op.fd, false);
+  const fd_record* record = op.record != nullptr ? op.record : record_of(op.fd, false);
   return record != nullptr && record->generation.load(std::memory_order_relaxed) != op.generation;
 }
 

@@ -183,20 +183,18 @@ void io_slot::take_handed_off(io_op& op) noexcept {
   op.awaiter->arm_cancellation();  // may run at once: request_cancel then queues it here
 }
 
-int io_slot::ensure_reactor() {
-  if (reactor_ == nullptr) {
-    try {
-      reactor_ = make_reactor(requested_, thread_bound_).release();
-    } catch (const std::system_error& failure) {
-      int error = &failure.code().category() == &std::system_category() ? failure.code().value() : 0;
-      if (error == EMFILE || error == ENFILE) {
-        return -error;  // out of descriptors for the ring or eventfd: this operation fails, the next tries again
-      }
-      throw;
+int io_slot::create_reactor() {
+  try {
+    reactor_ = make_reactor(requested_, thread_bound_).release();
+  } catch (const std::system_error& failure) {
+    int error = &failure.code().category() == &std::system_category() ? failure.code().value() : 0;
+    if (error == EMFILE || error == ENFILE) {
+      return -error;  // out of descriptors for the ring or eventfd: this operation fails, the next tries again
     }
-    backend_.store(reactor_->kind(), std::memory_order_release);
-    parker_.set_backend(this);
+    throw;
   }
+  backend_.store(reactor_->kind(), std::memory_order_release);
+  parker_.set_backend(this);
   return 0;
 }
 
@@ -226,7 +224,7 @@ io_slot* io_slot::route(io_op& op) {
     op.source = nullptr;  // homed elsewhere, or none: its state is read on its home's thread only
     return this;
   }
-  io_slot* home = claim_home(*op.source, op.kind, {op.fd, op.generation}, *this);
+  io_slot* home = claim_home(*op.source, op.kind, {op.fd, op.generation, op.record}, *this);
   if (home == this) {
     return this;
   }
@@ -465,17 +463,7 @@ bool io_awaiter::offer_deadline(std::chrono::steady_clock::time_point deadline) 
   return slot != nullptr && slot->link_deadline(op_, deadline);
 }
 
-bool io_awaiter::cancellation_requested() const noexcept {
-  return (stop_ != nullptr && stop_->stop_requested()) || deadline_cancelled();
-}
-
-bool io_awaiter::deadline_cancelled() const noexcept {
-  if (deadline_cancel_) {
-    return true;
-  }
-  if (!op_.link_deadline) {
-    return false;
-  }
+bool io_awaiter::linked_deadline_passed() const noexcept {
   if (linked_deadline_reading_ == 0) {
     // One reading of the clock for the awaiter's life: with_timeout's question (deadline_expired) and
     // check() must agree, or a deadline passing between two readings turned a timeout into a plain
@@ -537,8 +525,7 @@ void io_awaiter::settle_accept() noexcept {
   }
 }
 
-bool io_awaiter::check() {
-  stop_callback_.reset();  // waits for a callback running on another thread
+bool io_awaiter::settle() {
   if (op_.result > 0 && stash_ != nullptr && cancellation_requested()) {
     // A read that completed with data for a task being cancelled (or past its deadline): the stream
     // keeps the bytes for its next read, and this one ends cancelled (read_stash.hpp).

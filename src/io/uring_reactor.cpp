@@ -228,7 +228,7 @@ void uring_reactor::prep_single(io_op& op, bool poll_first) noexcept {
     hold(op, source);
   }
   if ((sqe->flags & IOSQE_FIXED_FILE) == 0) {
-    list_by_number(sqe, {op.fd, op.generation});
+    list_by_number(sqe, {op.fd, op.generation, op.record});
   }
   if (poll_first) {
     sqe->ioprio |= IORING_RECVSEND_POLL_FIRST;
@@ -387,7 +387,7 @@ void uring_reactor::enter_by_number() noexcept {
     if (each.refused) {
       continue;  // a NOP already, left in the SQ by a submission that failed
     }
-    each.record = record_of(each.socket.fd, false);
+    each.record = each.socket.record != nullptr ? each.socket.record : record_of(each.socket.fd, false);
     if (!enter_calls(each.record, each.socket.generation)) {
       const std::uint64_t tag = each.sqe->user_data;
       const auto link = static_cast<std::uint8_t>(each.sqe->flags & IOSQE_IO_LINK);  // its linked timeout follows

@@ -102,6 +102,7 @@ namespace corio::detail {
 class accept_stash;
 class datagram_stash;
 struct accept_waiter;
+struct fd_record;
 class io_slot;
 struct io_source;
 
@@ -125,6 +126,9 @@ constexpr std::uint32_t clamp_transfer(std::size_t size) noexcept {
 struct socket_id {
   int fd = -1;
   std::uint32_t generation = 0;
+  /// The number's process-wide record (src/io/fd_records.hpp), found once when the socket is opened;
+  /// null if memory ran out then.
+  fd_record* record = nullptr;
 };
 
 /// What the kernel is asked to do. Trivially copyable, so an awaiter can be moved before it starts.
@@ -137,6 +141,8 @@ struct io_request {
   std::uint32_t length = 0;
   /// socket_id::generation of the socket `fd` names.
   std::uint32_t generation = 0;
+  /// socket_id::record: the number's record, so no operation looks it up.
+  fd_record* record = nullptr;
   /// accept: in, the size of *buffer; out, the peer address length.
   socklen_t* address_length = nullptr;
   /// recv/accept on a stream or listener: the socket's pointer to its multishot state (io_source.hpp),
@@ -232,6 +238,7 @@ class io_awaiter {
   void target(socket_id socket) noexcept {
     op_.fd = socket.fd;
     op_.generation = socket.generation;
+    op_.record = socket.record;
   }
 
   template <class Promise>
@@ -282,7 +289,17 @@ class io_awaiter {
   /// was requested keeps the data there and counts as cancelled (read_stash.hpp); so does a UDP
   /// receive with its datagram (datagram_stash.hpp), and an accept
   /// that completed with a connection while its task's stop was requested (accept_stash.hpp).
-  bool check();
+  bool check() {
+    stop_callback_.reset();  // waits for a callback running on another thread
+    if (op_.result >= 0 && datagrams_ == nullptr && accept_waiter_ == nullptr &&
+        (op_.result == 0 || stash_ == nullptr || !cancellation_requested())) {
+      if (error_ != nullptr && *error_) {
+        error_->clear();  // only when set: clear() is an out-of-line call into the standard library
+      }
+      return true;  // the usual case, inline; the rest in settle()
+    }
+    return settle();
+  }
 
   /// A stream read: bytes it completes with while being cancelled go to `stash`.
   void keep_when_cancelled(read_stash* stash) noexcept { stash_ = stash; }
@@ -308,12 +325,20 @@ class io_awaiter {
   /// check() for an accept: takes a connection handed to it while it waited, and leaves with the
   /// stash the connections a task being cancelled holds (accept_stash.hpp).
   void settle_accept() noexcept;
+  /// check() past its usual case: a cancelled read or receive, an accept, a failure.
+  bool settle();
   /// After a cancelled completion: whether a deadline is what cancelled it (the timer's callback
   /// called cancel_for_deadline, or it carried a linked timeout whose time has come; a cancel for
   /// another reason, such as its socket closed under it, before that time is not a timeout).
-  bool deadline_cancelled() const noexcept;
+  bool deadline_cancelled() const noexcept {
+    return deadline_cancel_ || (op_.link_deadline && linked_deadline_passed());
+  }
+  /// deadline_cancelled() for a linked deadline: reads the clock once for the awaiter's life.
+  bool linked_deadline_passed() const noexcept;
   /// After resumption: a stop was requested on the op's token, or a deadline cancelled it.
-  bool cancellation_requested() const noexcept;
+  bool cancellation_requested() const noexcept {
+    return (stop_ != nullptr && stop_->stop_requested()) || deadline_cancelled();
+  }
 
   const char* what_;
   std::error_code* error_;

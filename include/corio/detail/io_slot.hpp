@@ -238,7 +238,8 @@ class io_slot final : private park_backend {
   /// Creates the reactor on first use. Returns 0, or -EMFILE / -ENFILE when the process is out of
   /// descriptors (transient: the caller's op fails with it, and the next op tries again); any other
   /// failure (no io_uring where it was asked for by name, a bad CORIO_BACKEND) throws std::system_error.
-  int ensure_reactor();
+  int ensure_reactor() { return reactor_ != nullptr ? 0 : create_reactor(); }
+  int create_reactor();
   /// Where `op` runs: this slot, or the home slot of its socket's multishot state (see "Multishot";
   /// the source is dropped from ops that run here without it); null if it cannot run (op.result is
   /// set). Creates the reactor on first use.

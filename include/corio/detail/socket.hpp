@@ -24,8 +24,8 @@ void close_socket(int fd) noexcept;
 /// Creates a non-blocking, close-on-exec socket; returns it or -errno.
 int open_socket(int family, int type) noexcept;
 
-/// The generation of the open socket `fd` (socket_id).
-std::uint32_t socket_generation(int fd) noexcept;
+/// The open socket `fd` as its operations name it (socket_id).
+socket_id identify_socket(int fd) noexcept;
 
 /// Owns one socket descriptor; closes it on destruction. Move-only. Closing while an operation on the
 /// socket is in flight is a misuse (cancel the operation first), which corio catches where it can
@@ -34,13 +34,16 @@ std::uint32_t socket_generation(int fd) noexcept;
 class socket_fd {
  public:
   socket_fd() noexcept = default;
-  explicit socket_fd(int fd) noexcept : fd_(fd), generation_(socket_generation(fd)) {}
-  socket_fd(socket_fd&& other) noexcept : fd_(other.release()), generation_(other.generation()) {}
+  explicit socket_fd(int fd) noexcept : fd_(fd) { remember(identify_socket(fd)); }
+  socket_fd(socket_fd&& other) noexcept {
+    remember(other.id());
+    fd_.store(other.release(), std::memory_order_relaxed);
+  }
   socket_fd& operator=(socket_fd&& other) noexcept {
     if (this != &other) {
-      std::uint32_t generation = other.generation();
+      socket_id taken = other.id();
       close_socket(fd_.exchange(other.release(), std::memory_order_relaxed));
-      generation_.store(generation, std::memory_order_relaxed);
+      remember(taken);
     }
     return *this;
   }
@@ -48,21 +51,27 @@ class socket_fd {
 
   int get() const noexcept { return fd_.load(std::memory_order_relaxed); }
   /// What the socket's operations carry (io_op.hpp).
-  socket_id id() const noexcept { return {get(), generation()}; }
+  socket_id id() const noexcept {
+    return {get(), generation_.load(std::memory_order_relaxed), record_.load(std::memory_order_relaxed)};
+  }
   bool is_open() const noexcept { return get() >= 0; }
   int release() noexcept { return fd_.exchange(-1, std::memory_order_relaxed); }
   void reset(int fd = -1) noexcept {
     if (fd >= 0) {
-      generation_.store(socket_generation(fd), std::memory_order_relaxed);
+      remember(identify_socket(fd));
     }
     close_socket(fd_.exchange(fd, std::memory_order_relaxed));
   }
 
  private:
-  std::uint32_t generation() const noexcept { return generation_.load(std::memory_order_relaxed); }
+  void remember(socket_id socket) noexcept {
+    generation_.store(socket.generation, std::memory_order_relaxed);
+    record_.store(socket.record, std::memory_order_relaxed);
+  }
 
   std::atomic<int> fd_{-1};
   std::atomic<std::uint32_t> generation_{0};  // atomic for the same reason as fd_
+  std::atomic<fd_record*> record_{nullptr};    // likewise
 };
 
 /// A stream's one-writer rule, checked: a write holds its stream's flag while it is in flight, and a
