@@ -475,13 +475,7 @@ bool io_awaiter::linked_deadline_passed() const noexcept {
   return linked_deadline_reading_ == 2;
 }
 
-bool io_awaiter::deadline_expired() const noexcept {
-  // As check() will see it: an op that failed, or a stream read or UDP receive whose data goes back
-  // to its stash.
-  bool ends_cancelled = op_.result < 0 || (stash_ != nullptr && op_.result > 0) || datagrams_ != nullptr;
-  bool stopped = stop_ != nullptr && stop_->stop_requested();
-  return ends_cancelled && !stopped && deadline_cancelled();
-}
+bool io_awaiter::deadline_expired() const noexcept { return !stop_requested() && deadline_cancelled(); }
 
 void io_awaiter::cancel_for_deadline() noexcept {
   deadline_cancel_ = true;
@@ -526,15 +520,15 @@ void io_awaiter::settle_accept() noexcept {
 }
 
 bool io_awaiter::settle() {
-  if (op_.result > 0 && stash_ != nullptr && cancellation_requested()) {
-    // A read that completed with data for a task being cancelled (or past its deadline): the stream
-    // keeps the bytes for its next read, and this one ends cancelled (read_stash.hpp).
+  if (op_.result > 0 && stash_ != nullptr && stop_requested()) {
+    // A read that completed with data for a task being cancelled: the stream keeps the bytes for its
+    // next read, and this one ends cancelled (read_stash.hpp). Past its own deadline it returns them.
     stash_->keep_front({static_cast<const std::byte*>(op_.buffer), static_cast<std::size_t>(op_.result)});
     op_.result = -ECANCELED;
   }
-  if (op_.result >= 0 && datagrams_ != nullptr && cancellation_requested()) {
-    // A datagram received for a task being cancelled (or past its deadline): the socket keeps it for
-    // its next receive, and this one ends cancelled (datagram_stash.hpp).
+  if (op_.result >= 0 && datagrams_ != nullptr && stop_requested()) {
+    // A datagram received for a task being cancelled: the socket keeps it for its next receive, and
+    // this one ends cancelled (datagram_stash.hpp). Past its own deadline it returns it.
     datagrams_->keep(kept_from(*static_cast<const msghdr*>(op_.buffer), static_cast<std::size_t>(op_.result)),
                      served_kept_);
     op_.result = -ECANCELED;
@@ -552,16 +546,16 @@ bool io_awaiter::settle() {
   // route() refuses an op with EXDEV when the socket's io_uring state lives in another loop.
   std::error_code code = error == EXDEV ? make_error_code(net::errc::served_by_another_reactor)
                                         : std::error_code(error, std::system_category());
-  // A deadline that fired (linked, or through cancel_for_deadline) cancels the op too; with_timeout
-  // turns that into corio::timed_out, or, in the error_code form, the op stores errc::timed_out and
-  // with_timeout returns what it yields (the bytes a whole write sent before the deadline). A stop
-  // requested on the task counts first: the op was cancelled, whichever came first. Either one is
-  // what the caller sees, whatever error the op ended with: a reset or a closed socket that arrives
-  // with a cancellation is usually its consequence (a cancelled task's stream closed under a peer's
-  // pending read), not news for a task that is being cancelled anyway.
+  // A deadline that cancelled the op (deadline_cancelled(): it ended cancelled after its timer fired
+  // or its linked timeout's time came) is a timeout: with_timeout turns that into corio::timed_out,
+  // or, in the error_code form, the op stores errc::timed_out and with_timeout returns what it yields
+  // (the bytes a whole write sent before the deadline). One that failed on its own reports its own
+  // error. A stop requested on the task counts first, whatever error the op ended with: a reset or a
+  // closed socket that arrives with a cancellation is usually its consequence (a cancelled task's
+  // stream closed under a peer's pending read), not news for a task that is being cancelled anyway.
   // A stop that a deadline requested (with_timeout around a task: its timer stops the task's state)
   // is a timeout too.
-  bool stopped = stop_ != nullptr && stop_->stop_requested();
+  bool stopped = stop_requested();
   bool timed_out = stopped ? stop_->stopped_by_deadline() : deadline_cancelled();
   bool cancelled_here = stopped || timed_out;
   if (error_ != nullptr) {

@@ -1,7 +1,8 @@
 // corio::net::udp_socket typed over both backends: datagrams round trip with their sender, a
-// receive gives up under with_timeout, a datagram cut to the buffer is reported truncated, and
-// several receivers share one socket, and a receive that loses a when_any leaves its datagram to the
-// next receive.
+// receive gives up under with_timeout, a datagram cut to the buffer is reported truncated,
+// several receivers share one socket, a receive that loses a when_any leaves its datagram to the
+// next receive, and a deadline already passed leaves what completes at once its own result.
+#include <corio/detail/io_slot.hpp>
 #include <corio/event_loop.hpp>
 #include <corio/join_handle.hpp>
 #include <corio/net/udp_socket.hpp>
@@ -15,6 +16,7 @@
 #include <cerrno>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <numeric>
 #include <string>
 #include <system_error>
@@ -224,6 +226,35 @@ TYPED_TEST(udp, a_datagram_a_lost_receive_left_is_cut_to_the_next_receives_buffe
     EXPECT_EQ(text(std::span<const std::byte>(small, got.size)), "ab");
     EXPECT_EQ(got.from, loser_sender);
     EXPECT_THROW(co_await corio::with_timeout(20ms, loser.recv_from(small)), corio::timed_out);
+  });
+}
+
+// A deadline that has already passed does not time out what completes at once: a datagram that was
+// waiting comes back (on io_uring it once went back to the socket's stash and the receive said
+// timed_out, every time, so a polling loop never got it), and a send the kernel refuses at once
+// reports its own error, not timed_out.
+TYPED_TEST(udp, a_passed_deadline_leaves_what_completes_at_once_its_own_result) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto a = udp_socket::bind(endpoint::loopback_v4(0));
+    auto b = udp_socket::bind(endpoint::loopback_v4(0));
+    co_await a.send_to(bytes("early"), b.local_endpoint());  // queued at b when the send returns (loopback)
+    co_await a.send_to(bytes("again"), b.local_endpoint());
+    std::byte buffer[16];
+    std::error_code error;
+    const std::uint64_t linked_before = corio::detail::current_io_slot->linked_timeouts();
+    corio::net::datagram got = co_await corio::with_timeout(0ms, b.recv_from(buffer, error));
+    if (TestFixture::backend == corio::io_backend::io_uring) {  // the path that judged by the clock
+      EXPECT_EQ(corio::detail::current_io_slot->linked_timeouts(), linked_before + 1);
+    }
+    EXPECT_EQ(error.value(), 0) << error.message();
+    EXPECT_EQ(text(std::span<const std::byte>(buffer, got.size)), "early");
+    got = co_await corio::with_timeout(0ms, b.recv_from(buffer));
+    EXPECT_EQ(text(std::span<const std::byte>(buffer, got.size)), "again");
+    EXPECT_THROW(co_await corio::with_timeout(0ms, b.recv_from(buffer)), corio::timed_out);  // nothing waits
+
+    const std::string too_long(70'000, 'x');  // over UDP's 65,507-byte limit: EMSGSIZE at once
+    co_await corio::with_timeout(0ms, a.send_to(bytes(too_long), b.local_endpoint(), error));
+    EXPECT_EQ(error.value(), EMSGSIZE) << error.message();
   });
 }
 

@@ -8,9 +8,9 @@
 // Why: a completion-based receive (io_uring) can complete with a datagram after its task was asked
 //   to stop, or in the same reap as the when_any branch that beat it. The datagram is in user memory
 //   by then and cannot go back into the socket; dropped, it was lost to every other receiver.
-// Who: io_awaiter::check() keeps the datagram of a receive that completed while a stop or its
-//   deadline was requested (its bytes as received, its sender, whether it was cut), and reports the
-//   cancellation or timeout instead. io_awaiter::start() serves a receive from here, oldest first,
+// Who: io_awaiter::check() keeps the datagram of a receive that completed while a stop was requested
+//   (its bytes as received, its sender, whether it was cut), and reports the cancellation or timeout
+//   instead; a receive past its own deadline that got a datagram returns it. io_awaiter::start() serves a receive from here, oldest first,
 //   without a system call, cutting a kept datagram to the new buffer as recvmsg would (and saying so
 //   with MSG_TRUNC).
 // Threads: several tasks may receive on one socket at once, on any workers, so the list is guarded by

@@ -73,7 +73,9 @@
 //   reactor thread, or the thread that handed the op off) and calls cancel_for_deadline(): the same
 //   request_io_cancel a stop callback makes, and a flag that check() reads like link_deadline. It
 //   needs no stop state, no forwarding callback and no token swap in with_timeout, and the op's own
-//   stop callback stays on the task's state. The flag is written before the timer's callback returns
+//   stop callback stays on the task's state. On either path the deadline counts only if the op ended
+//   cancelled: one the kernel completed first (bytes, a datagram, a connection, its own error) returns
+//   that (deadline_cancelled). The flag is written before the timer's callback returns
 //   and read after the awaiter's disarm, which waits for that callback (timer_queue.hpp), so the two
 //   never race.
 // Rejected: a per-reactor map from ids to ops (a look-up per completion, and still a lifetime problem);
@@ -84,6 +86,7 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <coroutine>
 #include <cstddef>
@@ -292,7 +295,7 @@ class io_awaiter {
   bool check() {
     stop_callback_.reset();  // waits for a callback running on another thread
     if (op_.result >= 0 && datagrams_ == nullptr && accept_waiter_ == nullptr &&
-        (op_.result == 0 || stash_ == nullptr || !cancellation_requested())) {
+        (op_.result == 0 || stash_ == nullptr || !stop_requested())) {
       if (error_ != nullptr && *error_) {
         error_->clear();  // only when set: clear() is an out-of-line call into the standard library
       }
@@ -327,18 +330,21 @@ class io_awaiter {
   void settle_accept() noexcept;
   /// check() past its usual case: a cancelled read or receive, an accept, a failure.
   bool settle();
-  /// After a cancelled completion: whether a deadline is what cancelled it (the timer's callback
-  /// called cancel_for_deadline, or it carried a linked timeout whose time has come; a cancel for
-  /// another reason, such as its socket closed under it, before that time is not a timeout).
+  /// After resumption: whether a deadline is what ended the op: it ended cancelled (-ECANCELED),
+  /// and either the timer's callback had called cancel_for_deadline, or it carried a linked timeout
+  /// (whose firing the kernel reports as the op's -ECANCELED: uring_reactor.cpp) and that time had
+  /// come. An op that completed on its own, with data or with its own error, was not timed out,
+  /// however late its task resumed, on either path (judged by the clock alone, a zero timeout around
+  /// a receive whose datagram was waiting returned timed_out and put the datagram back, every
+  /// time); nor was one cancelled for another reason, such as its socket closed under it, before
+  /// that time.
   bool deadline_cancelled() const noexcept {
-    return deadline_cancel_ || (op_.link_deadline && linked_deadline_passed());
+    return op_.result == -ECANCELED && (deadline_cancel_ || (op_.link_deadline && linked_deadline_passed()));
   }
   /// deadline_cancelled() for a linked deadline: reads the clock once for the awaiter's life.
   bool linked_deadline_passed() const noexcept;
-  /// After resumption: a stop was requested on the op's token, or a deadline cancelled it.
-  bool cancellation_requested() const noexcept {
-    return (stop_ != nullptr && stop_->stop_requested()) || deadline_cancelled();
-  }
+  /// A stop was requested on the op's token: its task (or the when_any branch) is being cancelled.
+  bool stop_requested() const noexcept { return stop_ != nullptr && stop_->stop_requested(); }
 
   const char* what_;
   std::error_code* error_;

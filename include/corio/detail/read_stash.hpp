@@ -10,8 +10,10 @@
 //   already and cannot go back into the socket; handed to a task that is being cancelled (or to a
 //   when_any branch that lost), they were lost to the stream's next reader. tokio's readiness-based
 //   reads never consume anything when cancelled; this gives corio's the same guarantee.
-// Who: io_awaiter::check() keeps the bytes of a read that completed with data while a stop or its
-//   deadline was requested, and reports the cancellation (or timeout) instead; read_exact keeps what
+// Who: io_awaiter::check() keeps the bytes of a read that completed with data while a stop was
+//   requested (its task, or a when_any branch, being cancelled; a deadline's stop of a task under
+//   with_timeout too), and reports the cancellation (or timeout) instead; a read past its own
+//   deadline that got data returns it; read_exact keeps what
 //   it had read before it was cancelled, ahead of anything kept after it. The next read_some (or
 //   read_exact) takes from here without a system call.
 // Threads: the stream's reader only (one reader at a time, as for every stream operation).

@@ -42,9 +42,9 @@
 //     flight), drop the forwarding callback (waits likewise), then the operand's await_resume. If the
 //     deadline fired (the timer's callback ran, or the operand's deadline_expired()) and the outer
 //     task was not cancelled, an exception from the operand (its corio::cancelled) becomes
-//     corio::timed_out; a value it produced is returned (never dropped; a stream read that
-//     completed past its deadline gives its bytes back to its stream instead and ends timed out,
-//     detail/read_stash.hpp).
+//     corio::timed_out; a value it produced is returned, never dropped (a socket operation the
+//     kernel completed on its own, with bytes or its own error, returns that, however late: io_op.hpp,
+//     deadline_cancelled).
 // Staying put: the timer lives in the awaiting thread's executor, which must outlive it (its disarm
 //   touches that executor's timer queue). So for the duration of the await the chain is marked as
 //   sharing its executor (promise_base::shares_executor_, inherited by task operands), and a
