@@ -26,7 +26,9 @@
 //   for readiness before it tries): with several receives waiting on one socket (tasks sharing a UDP
 //   socket), one datagram wakes them all, the first takes it, and the kernel ends the others with
 //   -EAGAIN instead of waiting again; the socket is non-blocking (the epoll backend needs that), so
-//   nothing else would make them wait. EAGAIN never reaches a task.
+//   nothing else would make them wait. EAGAIN never reaches a task: one whose cancel was requested
+//   meanwhile (a stop, its deadline's timer, shutdown) is not issued again and ends -ECANCELED, as
+//   a receive cancelled while it waited does (a deadline counts only for an op that ended cancelled).
 //   Rejected: POLL_FIRST for a stream's read after a short one, the way the epoll backend skips the
 //   receive it expects to fail ("Readiness flag" there). It cost 9% of the echo's requests/s at
 //   50 x 128 B and 5-8% at 500 x 1000 B (three alternating pairs each): within one submission of
@@ -483,6 +485,9 @@ void uring_reactor::finish(io_op& op, completion_sink sink) noexcept {
     // another one beat to the data: it waits for the next (see "A receive that completes with -EAGAIN").
     prep_single(op, woken_for_nothing);
     return;
+  }
+  if (woken_for_nothing) {
+    op.result = -ECANCELED;  // its cancel came first: it took nothing
   }
   --in_flight_;
   sink(op);

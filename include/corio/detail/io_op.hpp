@@ -286,12 +286,13 @@ class io_awaiter {
  protected:
 
   /// After resumption: true if the operation succeeded (op_.result >= 0). Otherwise throws
-  /// corio::cancelled (the task was cancelled, or a deadline it took expired) or std::system_error
-  /// naming the operation, or, in the error_code form, stores the error and returns false. A stream
-  /// read given a stash (keep_when_cancelled) that completed with data while a stop or its deadline
-  /// was requested keeps the data there and counts as cancelled (read_stash.hpp); so does a UDP
-  /// receive with its datagram (datagram_stash.hpp), and an accept
-  /// that completed with a connection while its task's stop was requested (accept_stash.hpp).
+  /// corio::cancelled (the task was cancelled, or its deadline ended it: deadline_cancelled) or
+  /// std::system_error naming the operation, or, in the error_code form, stores the error and
+  /// returns false. A stream read given a stash (keep_when_cancelled) that completed with data while
+  /// a stop was requested keeps the data there and counts as cancelled (read_stash.hpp); so does a
+  /// UDP receive with its datagram (datagram_stash.hpp), and an accept that completed with a
+  /// connection while its task's stop was requested (accept_stash.hpp). Past its own deadline, an op
+  /// that completed returns what it got.
   bool check() {
     stop_callback_.reset();  // waits for a callback running on another thread
     if (op_.result >= 0 && datagrams_ == nullptr && accept_waiter_ == nullptr &&
