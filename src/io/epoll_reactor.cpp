@@ -245,7 +245,7 @@ class epoll_reactor final : public reactor {
 
   bool submit(io_op& op) noexcept override {
     fd_entry* entry = watched(op.fd);
-    fd_record* record = entry != nullptr ? entry->record : op.record != nullptr ? op.record : record_of(op.fd, true);
+    fd_record* record = entry != nullptr ? entry->record : record_for(op.fd, op.record, true);
     if (!enter_calls(record, op.generation)) {  // its socket was closed since the op was made
       op.result = -ECANCELED;
       return true;

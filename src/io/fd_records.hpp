@@ -86,6 +86,12 @@ struct alignas(64) fd_record {
 /// The record of `fd`, created on first use if `create`; null if it was not, or memory ran out.
 fd_record* record_of(int fd, bool create) noexcept;
 
+/// The record a socket found for `fd` when it opened (socket_id::record), or, if memory ran out
+/// then, record_of(fd, create).
+inline fd_record* record_for(int fd, fd_record* found_at_open, bool create) noexcept {
+  return found_at_open != nullptr ? found_at_open : record_of(fd, create);
+}
+
 inline std::uint32_t generation_in(const fd_record* record) noexcept {
   return record != nullptr ? record->generation.load(std::memory_order_relaxed) : 0;
 }
@@ -135,7 +141,7 @@ inline void leave_calls(fd_record* record) noexcept {
 /// Whether the socket `op` names was closed since the op was made (a relaxed read: see "Calls" for
 /// what it cannot see).
 inline bool closed_since_opened(const io_request& op) noexcept {
-  const fd_record* record = op.record != nullptr ? op.record : record_of(op.fd, false);
+  const fd_record* record = record_for(op.fd, op.record, false);
   return record != nullptr && record->generation.load(std::memory_order_relaxed) != op.generation;
 }
 

@@ -537,10 +537,7 @@ bool io_awaiter::settle() {
     settle_accept();
   }
   if (op_.result >= 0) {
-    if (error_ != nullptr && *error_) {
-      error_->clear();  // only when set: clear() is an out-of-line call into the standard library
-    }
-    return true;
+    return succeeded();
   }
   int error = -op_.result;
   // route() refuses an op with EXDEV when the socket's io_uring state lives in another loop.

@@ -389,7 +389,7 @@ void uring_reactor::enter_by_number() noexcept {
     if (each.refused) {
       continue;  // a NOP already, left in the SQ by a submission that failed
     }
-    each.record = each.socket.record != nullptr ? each.socket.record : record_of(each.socket.fd, false);
+    each.record = record_for(each.socket.fd, each.socket.record, false);
     if (!enter_calls(each.record, each.socket.generation)) {
       const std::uint64_t tag = each.sqe->user_data;
       const auto link = static_cast<std::uint8_t>(each.sqe->flags & IOSQE_IO_LINK);  // its linked timeout follows

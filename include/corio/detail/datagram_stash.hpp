@@ -10,9 +10,9 @@
 //   by then and cannot go back into the socket; dropped, it was lost to every other receiver.
 // Who: io_awaiter::check() keeps the datagram of a receive that completed while a stop was requested
 //   (its bytes as received, its sender, whether it was cut), and reports the cancellation or timeout
-//   instead; a receive past its own deadline that got a datagram returns it. io_awaiter::start() serves a receive from here, oldest first,
-//   without a system call, cutting a kept datagram to the new buffer as recvmsg would (and saying so
-//   with MSG_TRUNC).
+//   instead; a receive past its own deadline that got a datagram returns it. io_awaiter::start()
+//   serves a receive from here, oldest first, without a system call, cutting a kept datagram to the
+//   new buffer as recvmsg would (and saying so with MSG_TRUNC).
 // Threads: several tasks may receive on one socket at once, on any workers, so the list is guarded by
 //   a mutex; `count_` lets a receive see an empty stash without taking it (relaxed: a datagram kept
 //   by another thread just as a receive starts may wait for the next receive, as a datagram arriving

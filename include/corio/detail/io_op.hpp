@@ -297,10 +297,7 @@ class io_awaiter {
     stop_callback_.reset();  // waits for a callback running on another thread
     if (op_.result >= 0 && datagrams_ == nullptr && accept_waiter_ == nullptr &&
         (op_.result == 0 || stash_ == nullptr || !stop_requested())) {
-      if (error_ != nullptr && *error_) {
-        error_->clear();  // only when set: clear() is an out-of-line call into the standard library
-      }
-      return true;  // the usual case, inline; the rest in settle()
+      return succeeded();  // the usual case, inline; the rest in settle()
     }
     return settle();
   }
@@ -331,6 +328,13 @@ class io_awaiter {
   void settle_accept() noexcept;
   /// check() past its usual case: a cancelled read or receive, an accept, a failure.
   bool settle();
+  /// check()'s answer for an op that succeeded: an error_code form's error cleared.
+  bool succeeded() noexcept {
+    if (error_ != nullptr && *error_) {
+      error_->clear();  // only when set: clear() is an out-of-line call into the standard library
+    }
+    return true;
+  }
   /// After resumption: whether a deadline is what ended the op: it ended cancelled (-ECANCELED),
   /// and either the timer's callback had called cancel_for_deadline, or it carried a linked timeout
   /// (whose firing the kernel reports as the op's -ECANCELED: uring_reactor.cpp) and that time had

@@ -13,9 +13,9 @@
 // Who: io_awaiter::check() keeps the bytes of a read that completed with data while a stop was
 //   requested (its task, or a when_any branch, being cancelled; a deadline's stop of a task under
 //   with_timeout too), and reports the cancellation (or timeout) instead; a read past its own
-//   deadline that got data returns it; read_exact keeps what
-//   it had read before it was cancelled, ahead of anything kept after it. The next read_some (or
-//   read_exact) takes from here without a system call.
+//   deadline that got data returns it. read_exact keeps what it had read before it was cancelled,
+//   ahead of anything kept after it. The next read_some (or read_exact) takes from here without a
+//   system call.
 // Threads: the stream's reader only (one reader at a time, as for every stream operation).
 // Memory: empty costs nothing; kept bytes are in one vector, freed once they are all taken.
 #include <algorithm>

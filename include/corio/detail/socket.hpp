@@ -35,10 +35,7 @@ class socket_fd {
  public:
   socket_fd() noexcept = default;
   explicit socket_fd(int fd) noexcept : fd_(fd) { remember(identify_socket(fd)); }
-  socket_fd(socket_fd&& other) noexcept {
-    remember(other.id());
-    fd_.store(other.release(), std::memory_order_relaxed);
-  }
+  socket_fd(socket_fd&& other) noexcept : fd_(other.release()) { remember(other.id()); }
   socket_fd& operator=(socket_fd&& other) noexcept {
     if (this != &other) {
       socket_id taken = other.id();
