@@ -48,6 +48,7 @@ PY
 # Bad values: exit status 2 and a message naming the flag (a user trial found --threads -2 running out
 # of memory and --port abc listening on an ephemeral port).
 for args in "--threads -2" "--threads 0" "--port abc" "--port 70000" "--read-timeout abc" "--read-timeout 0.0001" \
+            "--read-timeout nan" "--read-timeout -1" "--read-timeout inf" \
             "--backend foo" "--port"; do
   status=0
   message=$("$server" $args 2>&1 >/dev/null) || status=$?

@@ -39,7 +39,8 @@ class flags {
   Number number(std::string_view flag, std::string_view value, Number low, Number high) const {
     Number number{};
     auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
-    if (error != std::errc() || end != value.data() + value.size() || number < low || number > high) {
+    // Written so that NaN, which from_chars accepts and every comparison rejects, fails too.
+    if (error != std::errc() || end != value.data() + value.size() || !(number >= low && number <= high)) {
       fail("bad value for ", flag);
     }
     return number;

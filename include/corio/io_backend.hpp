@@ -6,10 +6,12 @@ namespace corio {
 
 /// The reactor backend. `automatic` picks io_uring when a ring can be set up on this machine, else
 /// epoll, unless the environment variable CORIO_BACKEND=io_uring|epoll forces one; the choice is made
-/// once per process and logged in one line on stderr (a process out of descriptors at its first I/O
-/// fails that operation with EMFILE and chooses at its next). Naming a backend (runtime::options::backend,
-/// event_loop's constructor) overrides both; naming io_uring where no ring can be set up makes the
-/// first I/O operation fail with std::system_error, never a silent fallback.
+/// once per process (a process out of descriptors at its first I/O fails that operation with EMFILE
+/// and chooses at its next), and the first reactor set up logs one line on stderr saying what it uses
+/// and why. Naming a backend (runtime::options::backend, event_loop's constructor) overrides both;
+/// naming io_uring where no ring can be set up, or setting CORIO_BACKEND to anything else, makes every
+/// I/O operation fail with std::system_error, its error_code forms included (a configuration error,
+/// not an operation's), never a silent fallback.
 enum class io_backend : unsigned char { automatic, io_uring, epoll };
 
 /// "automatic", "io_uring" or "epoll".

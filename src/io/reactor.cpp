@@ -1,6 +1,7 @@
 // Backend selection, made once per process and logged in one line; see reactor.hpp.
 #include "io/reactor.hpp"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 
 namespace corio::detail {
 namespace {
@@ -41,34 +43,39 @@ choice decide_automatic() {
   return {io_backend::io_uring, "io_uring_setup works here"};
 }
 
-// Once per process: resolve `automatic` and print the one log line. An explicit request is logged
-// the first time it is seen, so the line always says what the first reactor used and why. A mutex,
-// not call_once: a choice that throws (out of descriptors) is made again by the next reactor, and
-// ThreadSanitizer's call_once never lets go of a call that threw.
-io_backend resolve(io_backend requested) {
+// Once per process: resolves `automatic`. A mutex, not call_once: a choice that throws (out of
+// descriptors) is made again by the next reactor, and ThreadSanitizer's call_once never lets go of a
+// call that threw. The returned reason lives as long as the process (the kept choice, or a literal).
+std::pair<io_backend, const char*> resolve(io_backend requested) {
   static std::mutex mutex;
   static std::optional<choice> automatic;
-  static bool logged = false;
   std::lock_guard lock(mutex);
-  const char* why = "requested by the executor's options";
-  if (requested == io_backend::automatic) {
-    if (!automatic) {
-      automatic = decide_automatic();
-    }
-    requested = automatic->backend;
-    why = automatic->reason.c_str();
+  if (requested != io_backend::automatic) {
+    return {requested, "requested by the executor's options"};
   }
-  if (!logged) {
-    logged = true;
-    std::fprintf(stderr, "corio: I/O backend %s (%s)\n", to_string(requested).data(), why);
+  if (!automatic) {
+    automatic = decide_automatic();
   }
-  return requested;
+  return {automatic->backend, automatic->reason.c_str()};
+}
+
+// The one log line, for the first reactor that was set up: it says what that reactor uses and why.
+// Only once one was, so a requested backend that cannot be set up (which throws) is never logged as
+// the one in use.
+void log_first(io_backend used, const char* why) {
+  static std::atomic<bool> logged{false};
+  if (!logged.exchange(true, std::memory_order_relaxed)) {
+    std::fprintf(stderr, "corio: I/O backend %s (%s)\n", to_string(used).data(), why);
+  }
 }
 
 }  // namespace
 
 std::unique_ptr<reactor> make_reactor(io_backend requested, bool thread_bound) {
-  return resolve(requested) == io_backend::io_uring ? make_uring_reactor(thread_bound) : make_epoll_reactor();
+  const auto [backend, why] = resolve(requested);
+  std::unique_ptr<reactor> made = backend == io_backend::io_uring ? make_uring_reactor(thread_bound) : make_epoll_reactor();
+  log_first(backend, why);
+  return made;
 }
 
 }  // namespace corio::detail

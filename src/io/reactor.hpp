@@ -101,8 +101,9 @@ class reactor {
 };
 
 /// Creates a reactor on the calling thread (it becomes the owning thread). `requested` automatic
-/// resolves once per process (CORIO_BACKEND, else io_uring if a ring can be set up, else epoll) and
-/// logs the choice; naming a backend that cannot be set up throws std::system_error.
+/// resolves once per process (CORIO_BACKEND, else io_uring if a ring can be set up, else epoll); the
+/// first reactor set up logs what it uses and why; naming a backend that cannot be set up throws
+/// std::system_error (and logs nothing).
 std::unique_ptr<reactor> make_reactor(io_backend requested, bool thread_bound);
 
 /// The two backends (uring_reactor.cpp, epoll_reactor.cpp). Both throw std::system_error on failure.

@@ -90,17 +90,7 @@ int main(int argc, char** argv) {
   int saved_stderr = ::dup(2);
   ::dup2(::fileno(log), 2);
 
-  {
-    // One worker, so the root resumes where the I/O ran (a second worker may have no reactor yet).
-    corio::runtime rt(corio::test::runtime_options(corio::io_backend::automatic, 1));
-    std::string got = rt.block_on(echo_and_backend());
-    expect(got == "still works on epoll", "runtime: echo on the fallback backend (" + got + ")");
-  }
-  std::string on_loop;
-  corio::test::run_on_loop(corio::io_backend::automatic,
-                           [&]() -> corio::task<void> { on_loop = co_await echo_and_backend(); });
-  expect(on_loop == "still works on epoll", "event loop: echo on the fallback backend (" + on_loop + ")");
-
+  // First, so that the log would show a line for it: a backend that could not be set up is not logged.
   std::string forced_error;
   try {
     corio::runtime rt(corio::test::runtime_options(corio::io_backend::io_uring));
@@ -113,6 +103,17 @@ int main(int argc, char** argv) {
   }
   expect(forced_error.find("io_uring") != std::string::npos && forced_error.find(std::strerror(error)) != std::string::npos,
          "forcing io_uring fails clearly: '" + forced_error + "'");
+
+  {
+    // One worker, so the root resumes where the I/O ran (a second worker may have no reactor yet).
+    corio::runtime rt(corio::test::runtime_options(corio::io_backend::automatic, 1));
+    std::string got = rt.block_on(echo_and_backend());
+    expect(got == "still works on epoll", "runtime: echo on the fallback backend (" + got + ")");
+  }
+  std::string on_loop;
+  corio::test::run_on_loop(corio::io_backend::automatic,
+                           [&]() -> corio::task<void> { on_loop = co_await echo_and_backend(); });
+  expect(on_loop == "still works on epoll", "event loop: echo on the fallback backend (" + on_loop + ")");
 
   expect(!corio::detail::membarrier_registered(), "the post queue found membarrier denied");
   expect(corio::test::rounds_with_accepted_posts_unrun(20) == 0,

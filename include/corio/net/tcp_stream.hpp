@@ -52,7 +52,8 @@ class connect_awaiter : public corio::detail::io_awaiter {
 /// ready (epoll), and resume it on the same event loop or runtime (on a runtime, possibly on another
 /// worker). Each operation has two forms: the plain one throws std::system_error whose message names
 /// the operation ("corio::net::tcp_stream::read_some: Connection reset by peer"); the one taking a
-/// std::error_code& stores the error instead. Cancelling the task (join_handle::cancel, when_any,
+/// std::error_code& stores the error instead (an I/O backend that cannot be set up, a configuration
+/// error, throws from both: corio/io_backend.hpp). Cancelling the task (join_handle::cancel, when_any,
 /// with_timeout) cancels the operation in the kernel and completes it with corio::cancelled (or
 /// std::errc::operation_canceled). Not thread-safe: one reader and one writer at a time (a write started
 /// while another is in flight on the stream throws std::logic_error rather than mix their bytes). Cancel an
