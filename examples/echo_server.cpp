@@ -70,9 +70,9 @@ bool out_of_resources(const std::error_code& error) {
 }
 
 corio::task<void> accept_loop(corio::net::tcp_listener listener) {
-  constexpr std::chrono::milliseconds first_pause{5};
-  constexpr std::chrono::milliseconds longest_pause{1000};
-  std::chrono::milliseconds pause = first_pause;
+  constexpr std::chrono::milliseconds first_backoff{5};
+  constexpr std::chrono::milliseconds longest_backoff{1000};
+  std::chrono::milliseconds backoff = first_backoff;
   for (;;) {
     std::error_code error;
     corio::net::tcp_stream client = co_await listener.accept(error);
@@ -80,12 +80,12 @@ corio::task<void> accept_loop(corio::net::tcp_listener listener) {
       co_return;  // shutting down
     }
     if (!error) {
-      pause = first_pause;
+      backoff = first_backoff;
       live_connections.fetch_add(1);
       corio::spawn(echo(std::move(client))).detach();
     } else if (out_of_resources(error)) {
-      co_await corio::sleep_for(pause);  // until descriptors free up, as Go's net/http backs off
-      pause = std::min(pause * 2, longest_pause);
+      co_await corio::sleep_for(backoff);  // until descriptors free up, as Go's net/http backs off
+      backoff = std::min(backoff * 2, longest_backoff);
     }
   }
 }

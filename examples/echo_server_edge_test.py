@@ -39,12 +39,12 @@ def start(*flags, env=None, stdout=subprocess.PIPE, descriptors=None):
     return process, port
 
 
-def stop(process, sig=signal.SIGTERM, within=10):
-    """Sends `sig` and returns (exit status, stderr), killing the server if it outlives `within` s."""
+def stop(process):
+    """Sends SIGTERM and returns (exit status, stderr), killing the server if it outlives 10 s."""
     if process.poll() is None:
-        process.send_signal(sig)
+        process.send_signal(signal.SIGTERM)
     try:
-        _, err = process.communicate(timeout=within)
+        _, err = process.communicate(timeout=10)
     except subprocess.TimeoutExpired:
         process.kill()
         _, err = process.communicate()
