@@ -1,6 +1,6 @@
 # corio: two entry points (plus clean). Everything they make goes under build/.
 #
-#   make test    what CI runs (.ci/run), about 18-20 minutes on 2 cores:
+#   make test    what CI runs (.ci/run), about 28 minutes on 2 cores:
 #                  deps -> header self-containment (g++, clang++-19) -> the lab's own unit tests
 #                  -> presets dev (ASan+UBSan), tsan, release: configure, build, ctest
 #                  -> preset clang (clang++-19): build, ctest
@@ -8,8 +8,9 @@
 #                  -> install-and-consume test -> `make bench QUICK=1` as a smoke run
 #                Stops at the first failure; prints a banner and a time per stage.
 #   make bench   the lab: build the library (release preset), install it to build/prefix, run
-#                bench/lab.py against it.  ONLY=a,b runs only those experiments;
-#                QUICK=1 runs the short version.
+#                bench/lab.py against it.  ONLY=a,b runs only those experiments (the
+#                report keeps the others' last full runs, from docs/bench/data/);
+#                QUICK=1 runs the short version (under build/lab-quick/ only).
 #   make clean   remove build/.
 #
 # Knobs: JOBS (build and ctest parallelism, default: nproc),

@@ -4,12 +4,14 @@
 Builds what the selected experiments need: bench/cpp against an installed corio (into build/bench),
 the Go, Rust and Kotlin peers (into build/bench/go, rust and kotlin); runs every cell of the selected
 experiments of bench/scenarios.md several times, writes results/<experiment>.csv (medians) with
-results/<experiment>-runs.csv (every run), and renders docs/bench/REPORT.md with one table and one
-chart per experiment and the Targets section.
+results/<experiment>-runs.csv (every run), publishes them under docs/bench/data/ (a full run), and
+renders docs/bench/REPORT.md from the published results: one table and one chart per experiment and
+the Targets section.
 
     /usr/bin/python3 bench/lab.py --prefix build/prefix [--only coro,post] [--quick] [--reps N]
 
-Experiments not selected keep their section if results/<experiment>.csv exists. Exits 1 if a build
+Experiments not selected keep their section from their last published full run. A quick run
+writes and renders under build/lab-quick/ only. Exits 1 if a build
 fails or any run fails its self-check.
 """
 
@@ -84,11 +86,12 @@ def main(argv: list[str]) -> int:
         settings = experiment.settings(own) if hasattr(experiment, "settings") else {}
         results.save(ctx.results_dir, experiment.NAME, experiment.COLUMNS, runs, rows,
                      "quick" if ctx.quick else "full", own.reps, load, failed, commit, settings)
+        results.publish(ctx.results_dir, ctx.published_dir, experiment.NAME)
         failures += failed
 
     sections = []
     for experiment in EXPERIMENTS:
-        stored = results.load(ctx.results_dir, experiment.NAME, experiment.KEY, experiment.METRICS)
+        stored = results.load(ctx.published_dir, experiment.NAME, experiment.KEY, experiment.METRICS)
         if stored is not None:
             sections.append((experiment, stored))
         else:

@@ -32,6 +32,12 @@ class Context:
         return self.quick_dir / "results" if self.quick else self.root / "results"
 
     @property
+    def published_dir(self) -> Path:
+        """The results the report is rendered from: every experiment's latest full run, kept beside the
+        report so that a run of some experiments keeps the others' sections. A quick run's are its own."""
+        return self.results_dir if self.quick else self.docs_dir / "data"
+
+    @property
     def docs_dir(self) -> Path:
         # Only a full run may replace the published report; a quick (smoke) run reports under build/.
         return self.quick_dir / "docs" if self.quick else self.root / "docs" / "bench"

@@ -7,7 +7,7 @@ import subprocess
 from datetime import datetime, timezone
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
     try:
         with open("/proc/cpuinfo") as info:
             for line in info:
@@ -16,6 +16,11 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+def kernel() -> str:
+    uname = platform.uname()
+    return f"{uname.system} {uname.release} {uname.machine}"
 
 
 def _first_line(command: list[str]) -> str:
@@ -53,14 +58,13 @@ def source_commit(root: str) -> str:
 
 def describe() -> list[tuple[str, str]]:
     """(label, value) pairs for the report's Machine section."""
-    uname = platform.uname()
     gxx = _first_line(["g++", "--version"])
     java_home = os.environ.get("JAVA_HOME")
     javas = [["java", "-version"]] + ([[os.path.join(java_home, "bin", "java"), "-version"]] if java_home else [])
     return [
-        ("CPU", _cpu_model()),
+        ("CPU", cpu_model()),
         ("Cores", str(os.cpu_count())),
-        ("Kernel", f"{uname.system} {uname.release} {uname.machine}"),
+        ("Kernel", kernel()),
         ("g++", re.sub(r"^g\+\+\s*", "", gxx)),
         ("Go", _version([["go", "version"], ["/usr/local/go/bin/go", "version"]])),
         ("Rust", _version([["rustc", "--version"], [os.path.expanduser("~/.cargo/bin/rustc"), "--version"]])),

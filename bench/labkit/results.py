@@ -3,16 +3,20 @@
 Files per experiment, under results/:
   <name>.csv       the experiment's columns exactly, one row per cell, metrics are medians
   <name>-runs.csv  every run, the same columns plus `rep` (the report's [min-max] come from here)
-  <name>-meta.json when and how it was measured (date, source commit, quick or full, repetitions, the
-  experiment's own settings, load, failures)
+  <name>-meta.json when, where and how it was measured (date, source commit, CPU and kernel, quick or
+  full, repetitions, the experiment's own settings, load, failures)
+A full run publishes them (publish) under docs/bench/data/, which the report is rendered from.
 """
 
 import csv
 import json
+import shutil
 import statistics
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+
+from . import machine
 
 
 @dataclass
@@ -85,9 +89,22 @@ def save(directory: Path, name: str, columns: list[str], runs: list[dict[str, st
     _write_csv(main, columns, [row.values for row in rows])
     _write_csv(all_runs, columns + ["rep"], runs)
     measured = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    info = {"measured": measured, "commit": commit, "mode": mode, "reps": reps, "settings": settings,
-            "load_at_start": round(load, 2), "failures": failures}
+    info = {"measured": measured, "commit": commit, "cpu": machine.cpu_model(), "kernel": machine.kernel(),
+            "mode": mode, "reps": reps, "settings": settings, "load_at_start": round(load, 2), "failures": failures}
     meta.write_text(json.dumps(info, indent=2))
+
+
+def publish(source: Path, target: Path, name: str) -> None:
+    """Copies an experiment's stored results from `source` to `target` (nothing if they are the same
+    directory), replacing what `target` had for it."""
+    if source.resolve() == target.resolve():
+        return
+    target.mkdir(parents=True, exist_ok=True)
+    for path in _paths(source, name):
+        if path.exists():
+            shutil.copyfile(path, target / path.name)
+        else:
+            (target / path.name).unlink(missing_ok=True)
 
 
 def load(directory: Path, name: str, key: list[str], metrics: list[str]) -> Results | None:

@@ -1,5 +1,5 @@
 """Unit tests of the lab's bookkeeping (bench/labkit, bench/experiments): what the report counts as a
-target, how it prints a ratio, and how a run that hangs is stopped. Run by `make test`:
+target, how it prints a ratio, how results are published and kept, and how a run that hangs is stopped. Run by `make test`:
 
     python3 -m unittest discover -s tests/lab
 """
@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from experiments import chan, coro, spawn  # noqa: E402
 from labkit.report import _measured  # noqa: E402
+from labkit import results  # noqa: E402
 from labkit.results import Aggregate, Results  # noqa: E402
 from labkit.runner import Cell, _run_once  # noqa: E402
 from labkit.targets import at_least, at_most  # noqa: E402
@@ -86,6 +87,46 @@ class ScheduledSizesAreJudged(unittest.TestCase):
         # at 8: spawn_join and ping_pong against tokio and Go, and the fan-out's scaling
         self.assertEqual(scored_without_data(targets), 5)
         self.assertIn("threads=8", " ".join(target.claim + target.where for target in targets))
+
+
+class PublishedResults(unittest.TestCase):
+    COLUMNS = ["impl", "size", "speed"]
+
+    def save(self, directory: Path, name: str, speeds: list[str]) -> None:
+        runs = [{"impl": "a", "size": "1", "speed": speed, "rep": str(rep)} for rep, speed in enumerate(speeds)]
+        rows = results.aggregate(runs, self.COLUMNS, ["impl", "size"], ["speed"])
+        results.save(directory, name, self.COLUMNS, runs, rows, "full", len(speeds), 0.5, [], "abc", {})
+
+    def test_a_run_of_one_experiment_replaces_its_published_results_and_keeps_the_others(self):
+        with tempfile.TemporaryDirectory() as scratch:
+            local, published = Path(scratch) / "results", Path(scratch) / "docs" / "data"
+            self.save(local, "one", ["1", "2", "3"])
+            self.save(local, "two", ["10", "20", "30"])
+            results.publish(local, published, "one")
+            results.publish(local, published, "two")
+            self.save(local, "one", ["4", "5", "6"])
+            results.publish(local, published, "one")
+            one = results.load(published, "one", ["impl", "size"], ["speed"])
+            two = results.load(published, "two", ["impl", "size"], ["speed"])
+            self.assertEqual((one.rows[0].median("speed"), one.rows[0].low["speed"]), (5.0, 4.0))
+            self.assertEqual((two.rows[0].median("speed"), two.rows[0].high["speed"]), (20.0, 30.0))
+            self.assertTrue(one.meta["cpu"] and one.meta["kernel"], "the meta names the machine")
+
+    def test_publishing_where_runs_were_kept_lost_replaces_the_stale_copy(self):
+        with tempfile.TemporaryDirectory() as scratch:
+            local, published = Path(scratch) / "results", Path(scratch) / "data"
+            self.save(local, "one", ["1", "2", "3"])
+            results.publish(local, published, "one")
+            (local / "one-runs.csv").unlink()
+            results.publish(local, published, "one")
+            self.assertFalse((published / "one-runs.csv").exists(), "an older run's samples were kept")
+
+    def test_publishing_into_the_same_directory_keeps_the_files(self):
+        with tempfile.TemporaryDirectory() as scratch:
+            local = Path(scratch)
+            self.save(local, "one", ["1", "2", "3"])
+            results.publish(local, local, "one")
+            self.assertIsNotNone(results.load(local, "one", ["impl", "size"], ["speed"]))
 
 
 class RunTimeout(unittest.TestCase):
