@@ -78,7 +78,7 @@ double create_ns(std::size_t count, std::size_t batches) {
     pool.clear();
   }
   expect(counts.switches == 0, "create phase: a coroutine ran before it was started");
-  double per_batch = interquartile_mean(samples);
+  double per_batch = mean_without_outliers(samples);
   return per_batch > 0 ? per_batch / static_cast<double>(count) : 0;
 }
 

@@ -80,7 +80,7 @@ func createNs(impl implementation, n, batches int) float64 {
 		b.done.Wait()
 		b.check("create")
 	}
-	return max(0, interquartileMean(samples)) / float64(n)
+	return max(0, meanWithoutOutliers(samples)) / float64(n)
 }
 
 func switchNs(impl implementation, n, switchesEach int) float64 {
@@ -88,17 +88,22 @@ func switchNs(impl implementation, n, switchesEach int) float64 {
 	return float64(elapsed.Nanoseconds()) / float64(n*switchesEach)
 }
 
-// interquartileMean is the mean of the middle half of values (sorts them). The clock advances in
-// steps of about 10 ns on the lab's VM: a median of tiny windows sticks to a step, this does not.
-func interquartileMean(values []float64) float64 {
+// meanWithoutOutliers is the mean of values without those above twice the median plus 100 ns (an
+// interrupt, a page fault), and sorts them. The clock advances in steps of about 10 ns on the lab's
+// VMs: the mean keeps what each step's share says, where a median or an interquartile mean sticks to
+// the step that holds most samples (bench/cpp/common/clock.hpp).
+func meanWithoutOutliers(values []float64) float64 {
 	sort.Float64s(values)
-	quarter := len(values) / 4
-	middle := values[quarter : len(values)-quarter]
-	sum := 0.0
-	for _, v := range middle {
+	limit := 2*values[len(values)/2] + 100
+	sum, kept := 0.0, 0
+	for _, v := range values {
+		if v > limit {
+			break
+		}
 		sum += v
+		kept++
 	}
-	return sum / float64(len(middle))
+	return sum / float64(kept)
 }
 
 // clockOverheadNs is the cost of an empty timed window, to subtract from tiny windows.
@@ -108,5 +113,5 @@ func clockOverheadNs() float64 {
 		start := time.Now()
 		samples[i] = float64(time.Since(start).Nanoseconds())
 	}
-	return interquartileMean(samples)
+	return meanWithoutOutliers(samples)
 }
