@@ -11,8 +11,8 @@ the Targets section.
     /usr/bin/python3 bench/lab.py --prefix build/prefix [--only coro,post] [--quick] [--reps N]
 
 Experiments not selected keep their section from their last published full run. A quick run
-writes and renders under build/lab-quick/ only. Exits 1 if a build
-fails or any run fails its self-check.
+writes and renders under build/lab-quick/ only. Exits 1 if a build fails or any run fails its
+self-check.
 """
 
 import argparse

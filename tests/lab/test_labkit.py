@@ -1,5 +1,6 @@
 """Unit tests of the lab's bookkeeping (bench/labkit, bench/experiments): what the report counts as a
-target, how it prints a ratio, how results are published and kept, and how a run that hangs is stopped. Run by `make test`:
+target, how it prints a ratio, how results are published and kept, and how a run that hangs is
+stopped. Run by `make test`:
 
     python3 -m unittest discover -s tests/lab
 """

@@ -8,6 +8,7 @@
 // keeps what each step's share says, since the operation starts at a random phase of the step; only
 // the outliers (an interrupt, a page fault: microseconds) are left out, as samples far above the
 // median.
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
