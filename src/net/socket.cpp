@@ -25,7 +25,12 @@ accept_fd_awaiter::~accept_fd_awaiter() {
   }
 }
 
-void writer_flag::refuse(const char* what) {
+void exclusive_flag::refuse(const char* what, io_kind kind) {
+  if (kind == io_kind::recv) {
+    throw std::logic_error(std::string(what) +
+                           ": another read is in flight on this stream (one reader at a time: which bytes each "
+                           "got would be arbitrary)");
+  }
   throw std::logic_error(std::string(what) +
                          ": another write is in flight on this stream (one writer at a time: their bytes "
                          "would interleave)");

@@ -4,6 +4,7 @@
 #include <corio/join_handle.hpp>
 #include <corio/net/tcp_listener.hpp>
 #include <corio/net/tcp_stream.hpp>
+#include <corio/runtime.hpp>
 #include <corio/time.hpp>
 
 #include <corio/yield.hpp>
@@ -17,6 +18,8 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -339,6 +342,44 @@ TYPED_TEST(stream, a_task_blocked_in_a_read_sees_its_cancellation_when_the_runti
     }());
   }
   EXPECT_TRUE(handled) << "the task was destroyed suspended, without seeing its cancellation";
+}
+
+// A read started while another is in flight on the same stream throws std::logic_error naming it, in
+// either form and from read_exact too (before, both waited and the bytes went to whichever the
+// kernel or the multishot state served first); the first read gets the bytes, and a read after it is
+// served. On a runtime of two workers, so the readers may run on either.
+corio::task<void> a_second_reader_is_refused() {
+  auto [client, server] = co_await connected_pair();
+  auto first = corio::spawn([](tcp_stream& s) -> corio::task<std::string> {
+    std::byte buffer[16];
+    std::size_t n = co_await s.read_some(buffer);
+    co_return text(std::span(buffer, n));
+  }(server));
+  co_await corio::sleep_for(10ms);  // the first read waits
+  std::byte other[16];
+  std::string refused;
+  try {
+    co_await corio::with_timeout(1s, server.read_some(other));  // a read let through would wait
+  } catch (const std::logic_error& misuse) {
+    refused = misuse.what();
+  } catch (const corio::timed_out&) {
+  }
+  EXPECT_NE(refused.find("corio::net::tcp_stream::read_some: another read is in flight"), std::string::npos)
+      << refused;
+  std::error_code error;
+  EXPECT_THROW(co_await corio::with_timeout(1s, server.read_some(other, error)), std::logic_error);
+  EXPECT_THROW(co_await corio::with_timeout(1s, server.read_exact(other)), std::logic_error);
+  co_await client.write_all("ping");
+  EXPECT_EQ(co_await std::move(first), "ping");
+  co_await client.write_all("pong");
+  std::byte after[4];
+  EXPECT_EQ(co_await server.read_exact(after), 4u);
+  EXPECT_EQ(text(after), "pong");
+}
+
+TYPED_TEST(stream, a_read_started_while_another_is_in_flight_is_refused) {
+  corio::runtime rt(runtime_options(TestFixture::backend, 2));
+  rt.block_on(a_second_reader_is_refused());
 }
 
 TYPED_TEST(stream, a_client_that_never_reads_suspends_the_writer_with_bounded_buffering) {

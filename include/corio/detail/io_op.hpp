@@ -260,7 +260,7 @@ class io_awaiter {
   /// Submits op_ on this thread's reactor. Returns whether the coroutine stays suspended; false means
   /// the result is ready now. Throws std::logic_error on a thread with no event loop or runtime.
   bool start(std::coroutine_handle<> self, stop_state* stop);
-  /// start(), letting go of `claim` (a writer_claim) if it throws.
+  /// start(), letting go of `claim` (an exclusive_claim) if it throws.
   template <class Claim, class Promise>
   bool start_holding(Claim& claim, std::coroutine_handle<Promise> self) {
     try {

@@ -71,44 +71,47 @@ class socket_fd {
   std::atomic<fd_record*> record_{nullptr};    // likewise
 };
 
-/// A stream's one-writer rule, checked: a write holds its stream's flag while it is in flight, and a
-/// second write started meanwhile (another task's, or a when_all branch's) throws std::logic_error
-/// instead of interleaving its bytes with the first's. Go serialises concurrent writes on a
-/// connection and tokio's `&mut self` rules them out; a silent mix of two messages is the one
-/// outcome neither allows. An atomic exchange, so it is exact across workers. Movable so that its
-/// stream stays movable (a stream is never moved with a write in flight); a move leaves it free.
-class writer_flag {
+/// A stream's one-reader and one-writer rules, checked: an operation holds its direction's flag (the
+/// stream has one for reads and one for writes) while it is in flight, and a second one started
+/// meanwhile in the same direction (another task's, or a when_all branch's) throws std::logic_error
+/// instead of interleaving its bytes with the first's, or taking bytes meant for the first. Go
+/// serialises concurrent operations on a connection and tokio's `&mut self` rules them out; a silent
+/// mix of two messages, or bytes handed to whichever read came first, is the one outcome neither
+/// allows. An atomic exchange, so it is exact across workers. Movable so that its stream stays movable
+/// (a stream is never moved with an operation in flight); a move leaves it free.
+class exclusive_flag {
  public:
-  writer_flag() noexcept = default;
-  writer_flag(writer_flag&&) noexcept {}
-  writer_flag& operator=(writer_flag&&) noexcept { return *this; }
+  exclusive_flag() noexcept = default;
+  exclusive_flag(exclusive_flag&&) noexcept {}
+  exclusive_flag& operator=(exclusive_flag&&) noexcept { return *this; }
 
-  /// Takes the flag, or throws std::logic_error naming `what` if a write holds it.
-  void claim(const char* what) {
+  /// Takes the flag, or throws std::logic_error naming `what` if another operation holds it.
+  void claim(const char* what, io_kind kind) {
     if (busy_.exchange(true, std::memory_order_acquire)) {
-      refuse(what);
+      refuse(what, kind);
     }
   }
   void release() noexcept { busy_.store(false, std::memory_order_release); }
 
  private:
-  [[noreturn]] static void refuse(const char* what);
+  [[noreturn]] static void refuse(const char* what, io_kind kind);
 
   std::atomic<bool> busy_{false};
 };
 
-/// An awaiter's hold on its stream's writer_flag (none for sockets without one): claimed when the
-/// write starts, released when it resumes, or when its frame goes unresumed (a shutdown).
-class writer_claim {
+/// An awaiter's hold on its stream's exclusive_flag for its direction (none for sockets without
+/// one): claimed when the operation starts, released when it resumes, or when its frame goes
+/// unresumed (a shutdown).
+class exclusive_claim {
  public:
-  writer_claim(writer_flag* flag, const char* what) noexcept : flag_(flag), what_(what) {}
-  writer_claim(writer_claim&& other) noexcept : flag_(other.flag_), what_(other.what_) {}  // before it starts
-  writer_claim& operator=(writer_claim&&) = delete;
-  ~writer_claim() { release(); }
+  exclusive_claim(exclusive_flag* flag, const char* what) noexcept : flag_(flag), what_(what) {}
+  exclusive_claim(exclusive_claim&& other) noexcept : flag_(other.flag_), what_(other.what_) {}  // before it starts
+  exclusive_claim& operator=(exclusive_claim&&) = delete;
+  ~exclusive_claim() { release(); }
 
-  void claim() {
+  void claim(io_kind kind) {
     if (flag_ != nullptr) {
-      flag_->claim(what_);
+      flag_->claim(what_, kind);
       claimed_ = true;
     }
   }
@@ -120,23 +123,17 @@ class writer_claim {
   }
 
  private:
-  writer_flag* flag_;
+  exclusive_flag* flag_;
   const char* what_;
   bool claimed_ = false;
 };
 
-/// recv or send on a connected socket; yields the byte count (0 from recv: the peer closed). A recv
-/// given the stream's `source` goes through its registered file, or is served by its multishot recv
-/// (CORIO_URING_MULTISHOT=all, io_source.hpp); a send given it goes through the registered file too.
-/// A recv given the stream's `stash` takes kept bytes from it first, without a system call, and keeps
-/// there what it reads for a task being cancelled (read_stash.hpp); a recv into an empty buffer
-/// yields 0 at once. A send given the stream's `writer` flag holds it while it is in flight.
 class transfer_awaiter : public io_awaiter {
  public:
   transfer_awaiter(io_kind kind, socket_id socket, const void* data, std::size_t size, const char* what,
                    std::error_code* error, std::atomic<io_source*>* source = nullptr, read_stash* stash = nullptr,
-                   writer_flag* writer = nullptr) noexcept
-      : io_awaiter(what, error), writer_(writer, what) {
+                   exclusive_flag* exclusive = nullptr) noexcept
+      : io_awaiter(what, error), claim_(exclusive, what) {
     op_.kind = kind;
     target(socket);
     op_.source = source;
@@ -147,16 +144,16 @@ class transfer_awaiter : public io_awaiter {
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> self) {
-    writer_.claim();
-    return start_holding(writer_, self);
+    claim_.claim(op_.kind);
+    return start_holding(claim_, self);
   }
   std::size_t await_resume() {
-    writer_.release();
+    claim_.release();
     return check() ? static_cast<std::size_t>(op_.result) : 0;
   }
 
  private:
-  writer_claim writer_;
+  exclusive_claim claim_;
 };
 
 /// send of all of `data` on a connected socket (a whole transfer, io_op.hpp): the reactor issues as
@@ -166,7 +163,7 @@ class transfer_awaiter : public io_awaiter {
 class send_all_awaiter : public io_awaiter {
  public:
   send_all_awaiter(socket_id socket, const void* data, std::size_t size, const char* what, std::error_code* error,
-                   std::atomic<io_source*>* source = nullptr, writer_flag* writer = nullptr) noexcept
+                   std::atomic<io_source*>* source = nullptr, exclusive_flag* writer = nullptr) noexcept
       : io_awaiter(what, error), writer_(writer, what) {
     op_.kind = io_kind::send;
     target(socket);
@@ -181,13 +178,13 @@ class send_all_awaiter : public io_awaiter {
     if (op_.whole_size == 0) {
       return finish_at_once(self);  // nothing to send: result 0
     }
-    writer_.claim();
+    writer_.claim(io_kind::send);
     return start_holding(writer_, self);
   }
   std::size_t await_resume();
 
  private:
-  writer_claim writer_;
+  exclusive_claim writer_;
 };
 
 /// accept on a listening socket; yields the new descriptor (-1 on error) and fills in the peer address

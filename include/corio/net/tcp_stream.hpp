@@ -55,8 +55,9 @@ class connect_awaiter : public corio::detail::io_awaiter {
 /// std::error_code& stores the error instead (an I/O backend that cannot be set up, a configuration
 /// error, throws from both: corio/io_backend.hpp). Cancelling the task (join_handle::cancel, when_any,
 /// with_timeout) cancels the operation in the kernel and completes it with corio::cancelled (or
-/// std::errc::operation_canceled). Not thread-safe: one reader and one writer at a time (a write started
-/// while another is in flight on the stream throws std::logic_error rather than mix their bytes). Cancel an
+/// std::errc::operation_canceled). Not thread-safe: one reader and one writer at a time (a read or write
+/// started while another of its kind is in flight on the stream throws std::logic_error rather than
+/// mix their bytes). Cancel an
 /// operation before closing or destroying its stream; a pending read closed under, on any thread,
 /// still ends with std::errc::operation_canceled (README, Limitations). On io_uring, the stream's
 /// reads go through the registered file of the reactor that first read it (with
@@ -114,11 +115,11 @@ class tcp_stream {
   /// the kernel delivered to it anyway are returned by the stream's next read.
   corio::detail::transfer_awaiter read_some(std::span<std::byte> buffer) noexcept {
     return {corio::detail::io_kind::recv, socket_.id(), buffer.data(), buffer.size(), read_some_name, nullptr,
-            source_.slot(), &stash_};
+            source_.slot(), &stash_, &reader_};
   }
   corio::detail::transfer_awaiter read_some(std::span<std::byte> buffer, std::error_code& error) noexcept {
     return {corio::detail::io_kind::recv, socket_.id(), buffer.data(), buffer.size(), read_some_name, &error,
-            source_.slot(), &stash_};
+            source_.slot(), &stash_, &reader_};
   }
 
   /// Writes some of `data` (at least one byte unless it is empty); yields the count.
@@ -204,7 +205,8 @@ class tcp_stream {
   corio::detail::socket_fd socket_;
   corio::detail::io_source_ref source_;  // io_uring: the registered file (and multishot recv) state; released before the socket
   corio::detail::read_stash stash_;  // bytes read for a cancelled read, returned by the next one
-  corio::detail::writer_flag writer_;  // held by the write in flight: a second one throws
+  corio::detail::exclusive_flag reader_;  // held by the read in flight: a second one throws
+  corio::detail::exclusive_flag writer_;  // held by the write in flight: a second one throws
 };
 
 }  // namespace corio::net
