@@ -6,6 +6,7 @@
 #include <corio/net/tcp_stream.hpp>
 #include <corio/runtime.hpp>
 #include <corio/time.hpp>
+#include <corio/when_any.hpp>
 
 #include <corio/yield.hpp>
 
@@ -375,6 +376,14 @@ corio::task<void> a_second_reader_is_refused() {
   std::byte after[4];
   EXPECT_EQ(co_await server.read_exact(after), 4u);
   EXPECT_EQ(text(after), "pong");
+  // Two reads in one when_any: the second is refused, which ends the when_any and cancels the first
+  // (nothing waits for data), and the bytes that come next are the stream's next read's.
+  std::byte one[4];
+  std::byte two[4];
+  EXPECT_THROW(co_await corio::when_any(server.read_some(one), server.read_some(two)), std::logic_error);
+  co_await client.write_all("last");
+  EXPECT_EQ(co_await corio::with_timeout(5s, server.read_exact(after)), 4u);
+  EXPECT_EQ(text(after), "last");
 }
 
 TYPED_TEST(stream, a_read_started_while_another_is_in_flight_is_refused) {
