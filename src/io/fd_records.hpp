@@ -81,6 +81,10 @@ struct alignas(64) fd_record {
   std::atomic<std::uint32_t> calls{0};       // reactor threads inside enter_calls() .. leave_calls()
   std::array<std::atomic<std::uint32_t>, watcher_slots> watchers{};  // reactors with requests on it; 0: free
   std::atomic<bool> crowded{false};  // more reactors noted themselves than there are slots
+  // A stream's one reader and one writer (exclusive_claim, include/corio/detail/socket.hpp): 0, or the
+  // generation + 1 of the socket whose read (write) is in flight.
+  std::atomic<std::uint64_t> reading{0};
+  std::atomic<std::uint64_t> writing{0};
 };
 
 /// The record of `fd`, created on first use if `create`; null if it was not, or memory ran out.

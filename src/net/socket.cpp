@@ -5,9 +5,13 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
+
+#include "io/fd_records.hpp"
 
 namespace corio {
 namespace detail {
@@ -25,15 +29,38 @@ accept_fd_awaiter::~accept_fd_awaiter() {
   }
 }
 
-void exclusive_flag::refuse(const char* what, io_kind kind) {
-  if (kind == io_kind::recv) {
-    throw std::logic_error(std::string(what) +
-                           ": another read is in flight on this stream (one reader at a time: which bytes each "
-                           "got would be arbitrary)");
-  }
-  throw std::logic_error(std::string(what) +
-                         ": another write is in flight on this stream (one writer at a time: their bytes "
-                         "would interleave)");
+namespace {
+
+std::atomic<std::uint64_t>& direction_of(const io_request& op) noexcept {
+  return op.kind == io_kind::recv ? op.record->reading : op.record->writing;
+}
+
+std::uint64_t holder_value(const io_request& op) noexcept { return std::uint64_t{op.generation} + 1; }
+
+}  // namespace
+
+void exclusive_claim::take_direction(const io_request& op, const char* what) {
+  std::atomic<std::uint64_t>& flag = direction_of(op);
+  const std::uint64_t mine = holder_value(op);
+  std::uint64_t seen = flag.load(std::memory_order_relaxed);
+  do {
+    if (seen == mine) {
+      if (op.kind == io_kind::recv) {
+        throw std::logic_error(std::string(what) +
+                               ": another read is in flight on this stream (one reader at a time: which bytes "
+                               "each got would be arbitrary)");
+      }
+      throw std::logic_error(std::string(what) +
+                             ": another write is in flight on this stream (one writer at a time: their bytes "
+                             "would interleave)");
+    }
+    // Free, or left by an earlier socket of the number, whose late release will not match `mine`.
+  } while (!flag.compare_exchange_weak(seen, mine, std::memory_order_acquire, std::memory_order_relaxed));
+}
+
+void exclusive_claim::release_direction(const io_request& op) noexcept {
+  std::uint64_t mine = holder_value(op);
+  direction_of(op).compare_exchange_strong(mine, 0, std::memory_order_release, std::memory_order_relaxed);
 }
 
 std::size_t send_all_awaiter::await_resume() {

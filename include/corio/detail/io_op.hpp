@@ -237,6 +237,8 @@ class io_awaiter {
   void cancel_for_deadline() noexcept;
 
  protected:
+  /// The operation's name, for messages ("corio::net::tcp_stream::read_some").
+  const char* name() const noexcept { return what_; }
   /// The operation's socket (derived awaiters' constructors).
   void target(socket_id socket) noexcept {
     op_.fd = socket.fd;

@@ -71,69 +71,57 @@ class socket_fd {
   std::atomic<fd_record*> record_{nullptr};    // likewise
 };
 
-/// A stream's one-reader and one-writer rules, checked: an operation holds its direction's flag (the
-/// stream has one for reads and one for writes) while it is in flight, and a second one started
-/// meanwhile in the same direction (another task's, or a when_all branch's) throws std::logic_error
-/// instead of interleaving its bytes with the first's, or taking bytes meant for the first. Go
-/// serialises concurrent operations on a connection and tokio's `&mut self` rules them out; a silent
-/// mix of two messages, or bytes handed to whichever read came first, is the one outcome neither
-/// allows. An atomic exchange, so it is exact across workers. Movable so that its stream stays movable
-/// (a stream is never moved with an operation in flight); a move leaves it free.
-class exclusive_flag {
- public:
-  exclusive_flag() noexcept = default;
-  exclusive_flag(exclusive_flag&&) noexcept {}
-  exclusive_flag& operator=(exclusive_flag&&) noexcept { return *this; }
-
-  /// Takes the flag, or throws std::logic_error naming `what` if another operation holds it.
-  void claim(const char* what, io_kind kind) {
-    if (busy_.exchange(true, std::memory_order_acquire)) {
-      refuse(what, kind);
-    }
-  }
-  void release() noexcept { busy_.store(false, std::memory_order_release); }
-
- private:
-  [[noreturn]] static void refuse(const char* what, io_kind kind);
-
-  std::atomic<bool> busy_{false};
-};
-
-/// An awaiter's hold on its stream's exclusive_flag for its direction (none for sockets without
-/// one): claimed when the operation starts, released when it resumes, or when its frame goes
-/// unresumed (a shutdown).
+/// A stream's one-reader and one-writer rules, checked: an operation holds its direction's flag
+/// while it is in flight, and a second one started meanwhile in the same direction (another task's,
+/// or a when_any branch's) throws std::logic_error instead of interleaving its bytes with the first's,
+/// or taking bytes meant for the first. Go serialises concurrent operations on a connection and
+/// tokio's `&mut self` rules them out; a silent mix of two messages, or bytes handed to whichever
+/// read came first, is the one outcome neither allows.
+/// Where the flags live: in the process-wide record of the socket's descriptor number
+/// (src/io/fd_records.hpp), which is never freed, not in the stream object. An operation resumes
+/// after its stream was closed under it (supported) or destroyed under it (a misuse, but one that
+/// must not corrupt memory), and lets go of its flag then: in the stream, that was a store into
+/// freed memory. A flag holds the generation of the socket whose operation holds it (plus one, so
+/// that 0 is free), so an operation on the number's next socket is never refused for the old one's,
+/// and a late release changes nothing once the number moved on (a CAS on its own value). Atomic, so
+/// it is exact across workers.
 class exclusive_claim {
  public:
-  exclusive_claim(exclusive_flag* flag, const char* what) noexcept : flag_(flag), what_(what) {}
-  exclusive_claim(exclusive_claim&& other) noexcept : flag_(other.flag_), what_(other.what_) {}  // before it starts
+  /// `checked`: the operation takes its direction's flag (a stream's reads and writes).
+  explicit exclusive_claim(bool checked) noexcept : checked_(checked) {}
+  exclusive_claim(exclusive_claim&& other) noexcept : checked_(other.checked_) {}  // before it starts
   exclusive_claim& operator=(exclusive_claim&&) = delete;
   ~exclusive_claim() { release(); }
 
-  void claim(io_kind kind) {
-    if (flag_ != nullptr) {
-      flag_->claim(what_, kind);
-      claimed_ = true;
+  /// Takes the flag of `op`'s direction on its socket, or throws std::logic_error naming `what` if
+  /// another operation holds it. `op` stays put until release() (the awaiter's own op).
+  void claim(const io_request& op, const char* what) {
+    if (checked_ && op.record != nullptr && op.fd >= 0) {
+      take_direction(op, what);
+      held_ = &op;
     }
   }
   void release() noexcept {
-    if (claimed_) {
-      claimed_ = false;
-      flag_->release();
+    if (held_ != nullptr) {
+      release_direction(*held_);
+      held_ = nullptr;
     }
   }
 
  private:
-  exclusive_flag* flag_;
-  const char* what_;
-  bool claimed_ = false;
+  static void take_direction(const io_request& op, const char* what);
+  static void release_direction(const io_request& op) noexcept;
+
+  bool checked_;
+  const io_request* held_ = nullptr;
 };
 
 class transfer_awaiter : public io_awaiter {
  public:
   transfer_awaiter(io_kind kind, socket_id socket, const void* data, std::size_t size, const char* what,
                    std::error_code* error, std::atomic<io_source*>* source = nullptr, read_stash* stash = nullptr,
-                   exclusive_flag* exclusive = nullptr) noexcept
-      : io_awaiter(what, error), claim_(exclusive, what) {
+                   bool one_at_a_time = false) noexcept
+      : io_awaiter(what, error), claim_(one_at_a_time) {
     op_.kind = kind;
     target(socket);
     op_.source = source;
@@ -144,7 +132,7 @@ class transfer_awaiter : public io_awaiter {
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> self) {
-    claim_.claim(op_.kind);
+    claim_.claim(op_, name());
     return start_holding(claim_, self);
   }
   std::size_t await_resume() {
@@ -163,8 +151,8 @@ class transfer_awaiter : public io_awaiter {
 class send_all_awaiter : public io_awaiter {
  public:
   send_all_awaiter(socket_id socket, const void* data, std::size_t size, const char* what, std::error_code* error,
-                   std::atomic<io_source*>* source = nullptr, exclusive_flag* writer = nullptr) noexcept
-      : io_awaiter(what, error), writer_(writer, what) {
+                   std::atomic<io_source*>* source = nullptr, bool one_at_a_time = false) noexcept
+      : io_awaiter(what, error), writer_(one_at_a_time) {
     op_.kind = io_kind::send;
     target(socket);
     op_.source = source;
@@ -178,7 +166,7 @@ class send_all_awaiter : public io_awaiter {
     if (op_.whole_size == 0) {
       return finish_at_once(self);  // nothing to send: result 0
     }
-    writer_.claim(io_kind::send);
+    writer_.claim(op_, name());
     return start_holding(writer_, self);
   }
   std::size_t await_resume();

@@ -115,21 +115,21 @@ class tcp_stream {
   /// the kernel delivered to it anyway are returned by the stream's next read.
   corio::detail::transfer_awaiter read_some(std::span<std::byte> buffer) noexcept {
     return {corio::detail::io_kind::recv, socket_.id(), buffer.data(), buffer.size(), read_some_name, nullptr,
-            source_.slot(), &stash_, &reader_};
+            source_.slot(), &stash_, true};
   }
   corio::detail::transfer_awaiter read_some(std::span<std::byte> buffer, std::error_code& error) noexcept {
     return {corio::detail::io_kind::recv, socket_.id(), buffer.data(), buffer.size(), read_some_name, &error,
-            source_.slot(), &stash_, &reader_};
+            source_.slot(), &stash_, true};
   }
 
   /// Writes some of `data` (at least one byte unless it is empty); yields the count.
   corio::detail::transfer_awaiter write_some(std::span<const std::byte> data) noexcept {
     return {corio::detail::io_kind::send, socket_.id(), data.data(), data.size(), write_some_name, nullptr,
-            source_.slot(), nullptr, &writer_};
+            source_.slot(), nullptr, true};
   }
   corio::detail::transfer_awaiter write_some(std::span<const std::byte> data, std::error_code& error) noexcept {
     return {corio::detail::io_kind::send, socket_.id(), data.data(), data.size(), write_some_name, &error,
-            source_.slot(), nullptr, &writer_};
+            source_.slot(), nullptr, true};
   }
 
   /// Fills `buffer` completely. If the peer closes first: throws std::system_error with
@@ -144,10 +144,10 @@ class tcp_stream {
   /// bounded). Yields the bytes written: all of them, or, in the error_code form, how many went out
   /// before the error. `data` must stay valid until the write finishes.
   corio::detail::send_all_awaiter write_all(std::span<const std::byte> data) noexcept {
-    return {socket_.id(), data.data(), data.size(), write_all_name, nullptr, source_.slot(), &writer_};
+    return {socket_.id(), data.data(), data.size(), write_all_name, nullptr, source_.slot(), true};
   }
   corio::detail::send_all_awaiter write_all(std::span<const std::byte> data, std::error_code& error) noexcept {
-    return {socket_.id(), data.data(), data.size(), write_all_name, &error, source_.slot(), &writer_};
+    return {socket_.id(), data.data(), data.size(), write_all_name, &error, source_.slot(), true};
   }
   corio::detail::send_all_awaiter write_all(std::string_view text) noexcept {
     return write_all(std::as_bytes(std::span(text)));
@@ -205,8 +205,6 @@ class tcp_stream {
   corio::detail::socket_fd socket_;
   corio::detail::io_source_ref source_;  // io_uring: the registered file (and multishot recv) state; released before the socket
   corio::detail::read_stash stash_;  // bytes read for a cancelled read, returned by the next one
-  corio::detail::exclusive_flag reader_;  // held by the read in flight: a second one throws
-  corio::detail::exclusive_flag writer_;  // held by the write in flight: a second one throws
 };
 
 }  // namespace corio::net
