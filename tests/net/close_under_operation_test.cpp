@@ -230,6 +230,20 @@ TYPED_TEST(close_under_operation, destroying_a_stream_under_its_read_ends_the_re
   });
 }
 
+// The same for a write the kernel holds: destroyed under it, the write ends operation_canceled and
+// lets go of its one-writer flag without touching the freed stream.
+TYPED_TEST(close_under_operation, destroying_a_stream_under_its_write_ends_the_write) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto [client, server] = co_await connected_pair();
+    auto owned = std::make_unique<tcp_stream>(std::move(server));
+    std::vector<std::byte> data;
+    auto writer = co_await start_blocked_write(client, *owned, data);
+    owned.reset();
+    std::error_code error = co_await corio::with_timeout(5s, std::move(writer));
+    EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
+  });
+}
+
 TYPED_TEST(close_under_operation, closing_a_stream_ends_a_write_the_kernel_holds_with_operation_canceled) {
   run_on_loop(TestFixture::backend, []() -> corio::task<void> {
     auto [client, server] = co_await connected_pair();
