@@ -108,6 +108,7 @@ io_slot::submitted io_slot::submit(io_op& op) {
 }
 
 io_slot::submitted io_slot::hand_off(io_op& op) noexcept {
+  pin_source(op);
   op.slot = this;
   op.state.store(io_state::queued, std::memory_order_relaxed);  // published by the push
   // Seq_cst push, then the parker's seq_cst load: the request_cancel pair (below) for this queue.
@@ -116,12 +117,31 @@ io_slot::submitted io_slot::hand_off(io_op& op) noexcept {
     if (head == closed_marker()) {
       op.state.store(io_state::idle, std::memory_order_relaxed);
       op.result = -ECANCELED;  // the home worker has shut down
+      unpin_source(op);
       return submitted::finished;
     }
     op.next = head;
   } while (!handed_.compare_exchange_weak(head, &op, std::memory_order_seq_cst, std::memory_order_relaxed));
   parker_.unpark_if_parked();
   return submitted::handed_off;
+}
+
+void io_slot::pin_source(io_op& op) noexcept {
+  if (op.source == nullptr) {
+    return;  // a stand-in's op on the descriptor (stand_in)
+  }
+  io_source* source = op.source->load(std::memory_order_acquire);  // claim_home homed it here: not null
+  source->owners.fetch_add(1, std::memory_order_relaxed);  // the handing thread's socket still owns it
+  op.pinned.store(source, std::memory_order_relaxed);     // both published by the hand-off's push
+  op.source = &op.pinned;
+}
+
+void io_slot::unpin_source(io_op& op) noexcept {
+  // Once per handed-off op, when the home took it or ended it. `source` keeps pointing at the pin: an
+  // op left waiting on the source is kept by the reactor side (re-issues read it through the pin).
+  if (io_source* source = op.pinned.load(std::memory_order_relaxed); source != nullptr) {
+    drop_owner(*source);
+  }
 }
 
 void io_slot::drain_handed_off() noexcept {
@@ -166,11 +186,14 @@ void io_slot::take_handed_off(io_op& op) noexcept {
   io_state expected = io_state::queued;
   if (!op.state.compare_exchange_strong(expected, io_state::in_flight, std::memory_order_acq_rel)) {
     op.result = -ECANCELED;  // cancel_queued: its task was cancelled, or its deadline passed, on the way
+    unpin_source(op);
     op.state.store(io_state::done, std::memory_order_relaxed);
     deliver(op);
     return;
   }
-  if (reactor_->submit(op)) {
+  const bool finished = reactor_->submit(op);
+  unpin_source(op);  // waiting on the source from here, the op is kept by the reactor side
+  if (finished) {
     // Finished at once, but a deadline's timer on the handing worker may have moved it to
     // cancel_requested since the CAS above and queued it here: then drain_cancel_requests() delivers
     // it, exactly once, as turn()'s sink leaves it to do (a plain store delivered it twice).
@@ -389,6 +412,7 @@ void io_slot::shutdown() noexcept {
   io_op* handed = handed_.exchange(closed_marker(), std::memory_order_seq_cst);  // 1 (hand-offs)
   while (handed != nullptr) {  // never taken: marked done like the ops in flight (3)
     io_op& op = *std::exchange(handed, handed->next);
+    unpin_source(op);
     op.result = -ECANCELED;
     op.state.store(io_state::done, std::memory_order_release);
   }

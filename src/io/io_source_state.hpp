@@ -44,7 +44,9 @@ struct io_source {
   int fixed = -1;           // recv: the socket's slot in the owner's registered file table, or -1
   std::uint32_t held = 0;   // ops' requests in the kernel on this socket (io_op::held_on): freed after the last
   std::atomic<bool> closing{false};  // the socket is being closed: an op it ends reports -ECANCELED
-  std::atomic<std::uint8_t> owners{2};  // the socket's handle and the reactor side (io_source.hpp, "Lifetime")
+  // The socket's handle, the reactor side, and each op pinning it on its way to its home (io_source.hpp,
+  // "Lifetime"): a listener's accepts may be handed off from many tasks at once.
+  std::atomic<std::uint32_t> owners{2};
   io_source* next_released = nullptr;  // in its home slot's queue of sources let go on other workers
 };
 

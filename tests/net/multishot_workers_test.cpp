@@ -211,6 +211,26 @@ TYPED_TEST(multishot_workers, cancelling_a_handed_off_read_before_the_home_takes
   }());
 }
 
+// A stream destroyed while its read, handed to the busy home worker, waits in that worker's queue (a
+// misuse: cancel first): the read ends operation_canceled when the home takes it, reading the
+// socket's state through the op's own pin. Through the pointer into the stream, that was a
+// use-after-free (ASan).
+TYPED_TEST(multishot_workers, a_stream_destroyed_under_a_handed_off_read_ends_the_read_cancelled) {
+  corio::runtime rt(runtime_options(TestFixture::backend, 2));
+  rt.block_on([]() -> corio::task<void> {
+    auto held = co_await hold_home(200ms);
+    auto owned = std::make_unique<tcp_stream>(std::move(held->server));
+    auto reader = corio::spawn(read_once(*owned));
+    for (int i = 0; i < 10; ++i) {
+      co_await corio::yield();  // the reader starts and hands its read off
+    }
+    owned.reset();
+    std::error_code error = co_await corio::with_timeout(5s, std::move(reader));
+    EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
+    co_await std::move(*held->holder);
+  }());
+}
+
 // The same with a deadline: with_timeout's timer runs on the reader's worker, the read waits in the
 // home worker's queue; the read ends with corio::timed_out once the home worker takes it.
 TYPED_TEST(multishot_workers, a_deadline_passing_while_the_read_is_handed_off_times_it_out) {

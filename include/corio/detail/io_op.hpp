@@ -181,6 +181,10 @@ struct io_op : io_request {
   /// io_uring: the CQE of the op's request itself has arrived (its cancellers' may still be due).
   bool answered = false;
   __kernel_timespec deadline{};
+  /// An op handed to its socket's home slot by another worker (io_slot::hand_off): the socket's
+  /// io_source, pinned (one more owner, io_source.hpp "Lifetime") until the home took the op; `source`
+  /// then points here, not into the socket object, which may be destroyed while the op waits.
+  std::atomic<io_source*> pinned{nullptr};
 
   /// Reactor thread, after a whole transfer's syscall or completion returned `result`: counts the
   /// bytes and, if some remain, points the request at them and returns true (issue it again, unless

@@ -41,7 +41,9 @@
 //   as the cancel queue); that slot takes it at its next turn (take_handed_off(): CAS queued ->
 //   in_flight, submit, register the op's stop callback) and schedules the task when it finishes, from
 //   its own thread, so the task moves to the socket's home worker and its next operations there are
-//   local. A send uses its stream's state (its registered file) on the home's thread only, and goes out
+//   local. A handed-off op pins its socket's io_source (one more owner: io_source.hpp, "Lifetime") and
+//   the home reads it through the pin (io_op::pinned), never through the socket object, which may be
+//   destroyed while the op waits in the queue. A send uses its stream's state (its registered file) on the home's thread only, and goes out
 //   on the descriptor elsewhere (a stream's writer may run on another worker while the home reads the
 //   state). A socket homed in another executor's reactor is served single-shot, unless its home keeps a
 //   multishot request on it for the op's kind (accepts; reads with CORIO_URING_MULTISHOT=all), which
@@ -249,6 +251,10 @@ class io_slot final : private park_backend {
   io_slot* stand_in(io_op& op) noexcept;
   /// Another worker's thread: queues `op` for this (its socket's home) slot and wakes it.
   submitted hand_off(io_op& op) noexcept;
+  /// hand_off(): pins the op's io_source (io_op::pinned); unpin_source() lets go of it once the home
+  /// took the op or ended it.
+  static void pin_source(io_op& op) noexcept;
+  static void unpin_source(io_op& op) noexcept;
   void drain_handed_off() noexcept;
   void take_handed_off(io_op& op) noexcept;
   void park(std::optional<std::chrono::nanoseconds> timeout) noexcept override;

@@ -7,9 +7,12 @@
 //   from one multishot recv into the reactor's provided-buffer ring. A multishot op's completions may
 //   arrive while nobody awaits; the io_source keeps them (buffer ids, descriptors, EOF or an error,
 //   in order) until the next operation takes them.
-// Lifetime: two owners, counted in the source: the socket's handle, and the reactor side (the home
-//   reactor, which lets go once the socket was released and the kernel holds nothing of it; or
-//   whoever finds it orphaned); the last to let go frees it. A close releases the source but the
+// Lifetime: owners counted in the source: the socket's handle, the reactor side (the home reactor,
+//   which lets go once the socket was released and the kernel holds nothing of it; or whoever finds
+//   it orphaned), and each op handed to the home by another worker, from the hand-off until the home
+//   took it (io_op::pinned); the last to let go frees it. A handed-off op reads the source through
+//   its own pin, not through the socket's pointer: its socket object may be destroyed under it
+//   while it waits in the home's queue (a misuse, but not one that may touch freed memory). A close releases the source but the
 //   handle keeps its part until the socket object is destroyed or given another socket: an operation
 //   started on another thread as the socket closes still reads the source's atomics through the
 //   socket's pointer (its home, its `closing` flag) and must find them allocated (a user trial saw
