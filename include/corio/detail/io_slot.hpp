@@ -27,28 +27,29 @@
 //   cost nothing, instead of overflowing the local queue into the shared injection queue and being
 //   taken back from it (at 300 busy connections that round trip cost ~10% of the worker's user time).
 //   The epoll backend takes at most 64 events a turn besides (epoll_reactor.cpp, "Turn size").
-// Multishot (io_uring): a socket's accepts (and, with CORIO_URING_MULTISHOT=all, reads) may be served
-//   by one multishot op that keeps its completions in the reactor between operations (io_source.hpp);
-//   by default a stream's reads are single-shot on the registered file that state holds. That state stays in the reactor
-//   that created it, its home; route() finds the home with claim_home() (io_source.hpp), which
-//   creates the state homed here on a socket's first such operation, with a CAS, so several tasks on
-//   several workers accepting on one listener at once agree on one home. An exclusive slot (every
-//   task its executor resumes runs on its thread: an event loop, the worker of a one-worker runtime)
-//   serves a socket homed elsewhere with -EXDEV (reported as net::errc::served_by_another_reactor). In
-//   a runtime of several workers tasks are stolen between threads, so an accept or read on a socket
-//   homed at another worker of the same runtime is handed off to that worker's slot (hand_off(): a
-//   Treiber stack `handed_`, pushed with a seq_cst CAS, then unpark_if_parked(), the same Dekker pair
-//   as the cancel queue); that slot takes it at its next turn (take_handed_off(): CAS queued ->
-//   in_flight, submit, register the op's stop callback) and schedules the task when it finishes, from
-//   its own thread, so the task moves to the socket's home worker and its next operations there are
-//   local. A handed-off op pins its socket's io_source (one more owner: io_source.hpp, "Lifetime") and
-//   the home reads it through the pin (io_op::pinned), never through the socket object, which may be
-//   destroyed while the op waits in the queue. A send uses its stream's state (its registered file) on the home's thread only, and goes out
-//   on the descriptor elsewhere (a stream's writer may run on another worker while the home reads the
-//   state). A socket homed in another executor's reactor is served single-shot, unless its home keeps a
-//   multishot request on it for the op's kind (accepts; reads with CORIO_URING_MULTISHOT=all), which
-//   would take what the single-shot op waits for: that gets -EXDEV, as on an exclusive slot. One whose
-//   home is shutting down gets -ECANCELED.
+// Multishot (io_uring): a socket's accepts (and, with CORIO_URING_MULTISHOT=all, reads) may be
+//   served by one multishot op that keeps its completions in the reactor between operations
+//   (io_source.hpp); by default a stream's reads are single-shot on the registered file that state
+//   holds. That state stays in the reactor that created it, its home; route() finds the home with
+//   claim_home() (io_source.hpp), which creates the state homed here on a socket's first such
+//   operation, with a CAS, so several tasks on several workers accepting on one listener at once
+//   agree on one home. An exclusive slot (every task its executor resumes runs on its thread: an
+//   event loop, the worker of a one-worker runtime) serves a socket homed elsewhere with -EXDEV
+//   (reported as net::errc::served_by_another_reactor). In a runtime of several workers tasks are
+//   stolen between threads, so an accept or read on a socket homed at another worker of the same
+//   runtime is handed off to that worker's slot (hand_off(): a Treiber stack `handed_`, pushed with
+//   a seq_cst CAS, then unpark_if_parked(), the same Dekker pair as the cancel queue); that slot
+//   takes it at its next turn (take_handed_off(): CAS queued -> in_flight, submit, register the
+//   op's stop callback) and schedules the task when it finishes, from its own thread, so the task
+//   moves to the socket's home worker and its next operations there are local. A handed-off op pins
+//   its socket's io_source (one more owner: io_source.hpp, "Lifetime") and the home reads it
+//   through the pin (io_op::pinned), never through the socket object, which may be destroyed while
+//   the op waits in the queue. A send uses its stream's state (its registered file) on the home's
+//   thread only, and goes out on the descriptor elsewhere (a stream's writer may run on another
+//   worker while the home reads the state). A socket homed in another executor's reactor is served
+//   single-shot, unless its home keeps a multishot request on it for the op's kind (accepts; reads
+//   with CORIO_URING_MULTISHOT=all), which would take what the single-shot op waits for: that gets
+//   -EXDEV, as on an exclusive slot. One whose home is shutting down gets -ECANCELED.
 //   Hand-off queue shutdown: shutdown() swaps in a closed marker; a hand-off that finds it finishes
 //   the op at once with -ECANCELED (the home worker is gone); ops taken by the swap are marked done,
 //   not scheduled, like every op in flight at shutdown (their frames are destroyed next).

@@ -9,15 +9,16 @@
 //   in order) until the next operation takes them.
 // Lifetime: owners counted in the source: the socket's handle, the reactor side (the home reactor,
 //   which lets go once the socket was released and the kernel holds nothing of it; or whoever finds
-//   it orphaned), and each op handed to the home by another worker, from the hand-off until the home
-//   took it (io_op::pinned); the last to let go frees it. A handed-off op reads the source through
-//   its own pin, not through the socket's pointer: its socket object may be destroyed under it
-//   while it waits in the home's queue (a misuse, but not one that may touch freed memory). A close releases the source but the
-//   handle keeps its part until the socket object is destroyed or given another socket: an operation
-//   started on another thread as the socket closes still reads the source's atomics through the
-//   socket's pointer (its home, its `closing` flag) and must find them allocated (a user trial saw
-//   the home free it under a route on another worker). Once the reactor side let go, the home slot
-//   is cleared, so such an operation ends -ECANCELED instead of being handed to it.
+//   it orphaned), and each op handed to the home by another worker, from the hand-off until the
+//   home took it (io_op::pinned); the last to let go frees it. A handed-off op reads the source
+//   through its own pin, not through the socket's pointer: its socket object may be destroyed under
+//   it while it waits in the home's queue (a misuse, but not one that may touch freed memory). A
+//   close releases the source but the handle keeps its part until the socket object is destroyed or
+//   given another socket: an operation started on another thread as the socket closes still reads
+//   the source's atomics through the socket's pointer (its home, its `closing` flag) and must find
+//   them allocated (a user trial saw the home free it under a route on another worker). Once the
+//   reactor side let go, the home slot is cleared, so such an operation ends -ECANCELED instead of
+//   being handed to it.
 // Threads: an io_source belongs to the reactor that keeps it (its home); its state is used only on
 //   that reactor's thread. Other threads touch two atomics: the socket's pointer to it and its home
 //   slot. claim_home() is how an operation finds the home, on any worker: it creates the source

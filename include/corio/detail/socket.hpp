@@ -116,6 +116,13 @@ class exclusive_claim {
   const io_request* held_ = nullptr;
 };
 
+/// recv or send on a connected socket; yields the byte count (0 from recv: the peer closed). A recv
+/// given the stream's `source` goes through its registered file, or is served by its multishot recv
+/// (CORIO_URING_MULTISHOT=all, io_source.hpp); a send given it goes through the registered file too.
+/// A recv given the stream's `stash` takes kept bytes from it first, without a system call, and keeps
+/// there what it reads for a task being cancelled (read_stash.hpp); a recv into an empty buffer
+/// yields 0 at once. Given `one_at_a_time` (a stream's reads and writes), it holds its direction's
+/// flag while it is in flight (exclusive_claim).
 class transfer_awaiter : public io_awaiter {
  public:
   transfer_awaiter(io_kind kind, socket_id socket, const void* data, std::size_t size, const char* what,

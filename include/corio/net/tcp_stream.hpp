@@ -49,25 +49,25 @@ class connect_awaiter : public corio::detail::io_awaiter {
 
 /// A connected TCP stream. Move-only; closes the socket when destroyed (RAII). Operations are
 /// awaitables: they suspend the awaiting task until the kernel finishes (io_uring) or the socket is
-/// ready (epoll), and resume it on the same event loop or runtime (on a runtime, possibly on another
-/// worker). Each operation has two forms: the plain one throws std::system_error whose message names
-/// the operation ("corio::net::tcp_stream::read_some: Connection reset by peer"); the one taking a
-/// std::error_code& stores the error instead (an I/O backend that cannot be set up, a configuration
-/// error, throws from both: corio/io_backend.hpp). Cancelling the task (join_handle::cancel, when_any,
-/// with_timeout) cancels the operation in the kernel and completes it with corio::cancelled (or
-/// std::errc::operation_canceled). Not thread-safe: one reader and one writer at a time (a read or write
-/// started while another of its kind is in flight on the stream throws std::logic_error rather than
-/// mix their bytes). Cancel an
-/// operation before closing or destroying its stream; a pending read closed under, on any thread,
-/// still ends with std::errc::operation_canceled (README, Limitations). On io_uring, the stream's
-/// reads go through the registered file of the reactor that first read it (with
-/// CORIO_URING_MULTISHOT=all, from one multishot recv into that reactor's buffer ring, which keeps
-/// data that arrives before a read); a read from another worker of the same runtime is handed to that
-/// reactor's worker, and the task resumes there; reading it from another event loop's or one-worker
-/// runtime's task fails with corio::net::errc::served_by_another_reactor (every task there runs on
-/// one thread: nowhere to hand the read to), and so does reading it from a several-worker runtime's
-/// task with CORIO_URING_MULTISHOT=all (that reactor's multishot recv takes the data); it may be
-/// closed or destroyed anywhere.
+/// ready (epoll), and resume it on the same event loop or runtime (on a runtime, possibly on
+/// another worker). Each operation has two forms: the plain one throws std::system_error whose
+/// message names the operation ("corio::net::tcp_stream::read_some: Connection reset by peer"); the
+/// one taking a std::error_code& stores the error instead (an I/O backend that cannot be set up, a
+/// configuration error, throws from both: corio/io_backend.hpp). Cancelling the task
+/// (join_handle::cancel, when_any, with_timeout) cancels the operation in the kernel and completes
+/// it with corio::cancelled (or std::errc::operation_canceled). Not thread-safe: one reader and one
+/// writer at a time (a read or write started while another of its kind is in flight on the stream
+/// throws std::logic_error rather than mix their bytes). Cancel an operation before closing or
+/// destroying its stream; a pending read closed under, on any thread, still ends with
+/// std::errc::operation_canceled (README, Limitations). On io_uring, the stream's reads go through
+/// the registered file of the reactor that first read it (with CORIO_URING_MULTISHOT=all, from one
+/// multishot recv into that reactor's buffer ring, which keeps data that arrives before a read); a
+/// read from another worker of the same runtime is handed to that reactor's worker, and the task
+/// resumes there; reading it from another event loop's or one-worker runtime's task fails with
+/// corio::net::errc::served_by_another_reactor (every task there runs on one thread: nowhere to
+/// hand the read to), and so does reading it from a several-worker runtime's task with
+/// CORIO_URING_MULTISHOT=all (that reactor's multishot recv takes the data); it may be closed or
+/// destroyed anywhere.
 ///
 ///     auto stream = co_await corio::net::tcp_stream::connect(*corio::net::endpoint::parse("127.0.0.1:7"));
 ///     co_await stream.write_all("ping\n");
