@@ -157,7 +157,7 @@ task<std::size_t> tcp_stream::read_exact_into(std::span<std::byte> buffer, std::
     try {
       step = co_await corio::detail::transfer_awaiter(corio::detail::io_kind::recv, socket_.id(),
                                                       buffer.data() + done, buffer.size() - done, read_exact_name,
-                                                      error, source_.slot(), &stash_, true);
+                                                      error, source_.slot(), &stash_);
     } catch (const cancelled&) {
       stash_.keep_front(buffer.first(done));
       throw;

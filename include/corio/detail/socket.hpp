@@ -87,16 +87,15 @@ class socket_fd {
 /// it is exact across workers.
 class exclusive_claim {
  public:
-  /// `checked`: the operation takes its direction's flag (a stream's reads and writes).
-  explicit exclusive_claim(bool checked) noexcept : checked_(checked) {}
-  exclusive_claim(exclusive_claim&& other) noexcept : checked_(other.checked_) {}  // before it starts
+  exclusive_claim() noexcept = default;
+  exclusive_claim(exclusive_claim&&) noexcept {}  // before it starts
   exclusive_claim& operator=(exclusive_claim&&) = delete;
   ~exclusive_claim() { release(); }
 
   /// Takes the flag of `op`'s direction on its socket, or throws std::logic_error naming `what` if
   /// another operation holds it. `op` stays put until release() (the awaiter's own op).
   void claim(const io_request& op, const char* what) {
-    if (checked_ && op.record != nullptr && op.fd >= 0) {
+    if (op.record != nullptr && op.fd >= 0) {
       take_direction(op, what);
       held_ = &op;
     }
@@ -112,7 +111,6 @@ class exclusive_claim {
   static void take_direction(const io_request& op, const char* what);
   static void release_direction(const io_request& op) noexcept;
 
-  bool checked_;
   const io_request* held_ = nullptr;
 };
 
@@ -121,14 +119,14 @@ class exclusive_claim {
 /// (CORIO_URING_MULTISHOT=all, io_source.hpp); a send given it goes through the registered file too.
 /// A recv given the stream's `stash` takes kept bytes from it first, without a system call, and keeps
 /// there what it reads for a task being cancelled (read_stash.hpp); a recv into an empty buffer
-/// yields 0 at once. Given `one_at_a_time` (a stream's reads and writes), it holds its direction's
-/// flag while it is in flight (exclusive_claim).
+/// yields 0 at once. It holds its direction's flag on the stream while it is in flight
+/// (exclusive_claim).
 class transfer_awaiter : public io_awaiter {
  public:
   transfer_awaiter(io_kind kind, socket_id socket, const void* data, std::size_t size, const char* what,
-                   std::error_code* error, std::atomic<io_source*>* source = nullptr, read_stash* stash = nullptr,
-                   bool one_at_a_time = false) noexcept
-      : io_awaiter(what, error), claim_(one_at_a_time) {
+                   std::error_code* error, std::atomic<io_source*>* source = nullptr,
+                   read_stash* stash = nullptr) noexcept
+      : io_awaiter(what, error) {
     op_.kind = kind;
     target(socket);
     op_.source = source;
@@ -158,8 +156,8 @@ class transfer_awaiter : public io_awaiter {
 class send_all_awaiter : public io_awaiter {
  public:
   send_all_awaiter(socket_id socket, const void* data, std::size_t size, const char* what, std::error_code* error,
-                   std::atomic<io_source*>* source = nullptr, bool one_at_a_time = false) noexcept
-      : io_awaiter(what, error), writer_(one_at_a_time) {
+                   std::atomic<io_source*>* source = nullptr) noexcept
+      : io_awaiter(what, error) {
     op_.kind = io_kind::send;
     target(socket);
     op_.source = source;

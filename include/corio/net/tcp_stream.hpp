@@ -115,21 +115,21 @@ class tcp_stream {
   /// the kernel delivered to it anyway are returned by the stream's next read.
   corio::detail::transfer_awaiter read_some(std::span<std::byte> buffer) noexcept {
     return {corio::detail::io_kind::recv, socket_.id(), buffer.data(), buffer.size(), read_some_name, nullptr,
-            source_.slot(), &stash_, true};
+            source_.slot(), &stash_};
   }
   corio::detail::transfer_awaiter read_some(std::span<std::byte> buffer, std::error_code& error) noexcept {
     return {corio::detail::io_kind::recv, socket_.id(), buffer.data(), buffer.size(), read_some_name, &error,
-            source_.slot(), &stash_, true};
+            source_.slot(), &stash_};
   }
 
   /// Writes some of `data` (at least one byte unless it is empty); yields the count.
   corio::detail::transfer_awaiter write_some(std::span<const std::byte> data) noexcept {
     return {corio::detail::io_kind::send, socket_.id(), data.data(), data.size(), write_some_name, nullptr,
-            source_.slot(), nullptr, true};
+            source_.slot()};
   }
   corio::detail::transfer_awaiter write_some(std::span<const std::byte> data, std::error_code& error) noexcept {
     return {corio::detail::io_kind::send, socket_.id(), data.data(), data.size(), write_some_name, &error,
-            source_.slot(), nullptr, true};
+            source_.slot()};
   }
 
   /// Fills `buffer` completely. If the peer closes first: throws std::system_error with
@@ -144,10 +144,10 @@ class tcp_stream {
   /// bounded). Yields the bytes written: all of them, or, in the error_code form, how many went out
   /// before the error. `data` must stay valid until the write finishes.
   corio::detail::send_all_awaiter write_all(std::span<const std::byte> data) noexcept {
-    return {socket_.id(), data.data(), data.size(), write_all_name, nullptr, source_.slot(), true};
+    return {socket_.id(), data.data(), data.size(), write_all_name, nullptr, source_.slot()};
   }
   corio::detail::send_all_awaiter write_all(std::span<const std::byte> data, std::error_code& error) noexcept {
-    return {socket_.id(), data.data(), data.size(), write_all_name, &error, source_.slot(), true};
+    return {socket_.id(), data.data(), data.size(), write_all_name, &error, source_.slot()};
   }
   corio::detail::send_all_awaiter write_all(std::string_view text) noexcept {
     return write_all(std::as_bytes(std::span(text)));
