@@ -133,6 +133,14 @@ socket_id identify_socket(int fd) noexcept {
   return {fd, generation_in(record), record};
 }
 
+bool enter_while_open(const socket_id& socket) noexcept {
+  return enter_calls(record_for(socket.fd, socket.record, false), socket.generation);
+}
+
+void leave_while_open(const socket_id& socket) noexcept {
+  leave_calls(record_for(socket.fd, socket.record, false));
+}
+
 void close_socket(int fd) noexcept {
   if (fd < 0) {
     return;

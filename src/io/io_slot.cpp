@@ -544,17 +544,24 @@ void io_awaiter::settle_accept() noexcept {
 }
 
 bool io_awaiter::settle() {
+  // The socket's stash is written only while the socket is open (keep_while_open): one destroyed
+  // under this operation took its stash with it, and its bytes are dropped.
+  const socket_id socket{op_.fd, op_.generation, op_.record};
   if (op_.result > 0 && stash_ != nullptr && stop_requested()) {
     // A read that completed with data for a task being cancelled: the stream keeps the bytes for its
     // next read, and this one ends cancelled (read_stash.hpp). Past its own deadline it returns them.
-    stash_->keep_front({static_cast<const std::byte*>(op_.buffer), static_cast<std::size_t>(op_.result)});
+    keep_while_open(socket, [&] {
+      stash_->keep_front({static_cast<const std::byte*>(op_.buffer), static_cast<std::size_t>(op_.result)});
+    });
     op_.result = -ECANCELED;
   }
   if (op_.result >= 0 && datagrams_ != nullptr && stop_requested()) {
     // A datagram received for a task being cancelled: the socket keeps it for its next receive, and
     // this one ends cancelled (datagram_stash.hpp). Past its own deadline it returns it.
-    datagrams_->keep(kept_from(*static_cast<const msghdr*>(op_.buffer), static_cast<std::size_t>(op_.result)),
-                     served_kept_);
+    keep_while_open(socket, [&] {
+      datagrams_->keep(kept_from(*static_cast<const msghdr*>(op_.buffer), static_cast<std::size_t>(op_.result)),
+                       served_kept_);
+    });
     op_.result = -ECANCELED;
   }
   if (accept_waiter_ != nullptr) {

@@ -150,21 +150,28 @@ task<tcp_stream> tcp_stream::connect(std::string host, std::uint16_t port, std::
 
 // Cancelled part-way (a read_some step ended cancelled or timed out, and kept in the stash whatever it
 // received), it puts back what the earlier steps read, ahead of that: the stream loses nothing.
+// A stream destroyed under it (a misuse) took its stash along: then the bytes are dropped, and the
+// stream is never touched (keep_while_open).
 task<std::size_t> tcp_stream::read_exact_into(std::span<std::byte> buffer, std::error_code* error) {
+  const corio::detail::socket_id socket = socket_.id();
+  corio::detail::read_stash* const stash = &stash_;
+  auto keep_read = [&](std::size_t count) {
+    corio::detail::keep_while_open(socket, [&] { stash->keep_front(buffer.first(count)); });
+  };
   std::size_t done = 0;
   while (done < buffer.size()) {
     std::size_t step = 0;
     try {
-      step = co_await corio::detail::transfer_awaiter(corio::detail::io_kind::recv, socket_.id(),
-                                                      buffer.data() + done, buffer.size() - done, read_exact_name,
-                                                      error, source_.slot(), &stash_);
+      step = co_await corio::detail::transfer_awaiter(corio::detail::io_kind::recv, socket, buffer.data() + done,
+                                                      buffer.size() - done, read_exact_name, error, source_.slot(),
+                                                      stash);
     } catch (const cancelled&) {
-      stash_.keep_front(buffer.first(done));
+      keep_read(done);
       throw;
     }
     if (error != nullptr && *error) {
       if (ended_by_cancellation(*error)) {
-        stash_.keep_front(buffer.first(done));
+        keep_read(done);
         co_return 0;
       }
       co_return done;

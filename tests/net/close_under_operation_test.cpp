@@ -230,6 +230,66 @@ TYPED_TEST(close_under_operation, destroying_a_stream_under_its_read_ends_the_re
   });
 }
 
+// A read that completed with data while its task was being cancelled keeps the bytes in its
+// stream's stash; a stream destroyed before that task resumed took its stash with it, and the bytes
+// are dropped instead (they were a use-after-free: ASan, heap-use-after-free in keep_front). Both
+// reads are parked, then both complete in one turn, the wake-up's first, so `destroy` cancels the
+// reader and destroys its stream before the reader resumes with its bytes.
+template <class Socket>
+corio::task<void> destroy_on_wake(tcp_stream& wake, corio::join_handle<std::error_code>& reader,
+                                  std::unique_ptr<Socket>& socket) {
+  std::byte one[1];
+  co_await wake.read_some(one);
+  reader.cancel();
+  socket.reset();
+}
+
+TYPED_TEST(close_under_operation, a_stream_destroyed_before_its_cancelled_read_resumes_with_bytes_is_not_touched) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto [client, server] = co_await connected_pair();
+    auto [wake_client, wake_server] = co_await connected_pair();
+    auto owned = std::make_unique<tcp_stream>(std::move(server));
+    auto reader = corio::spawn(read_once(*owned));
+    auto destroy = corio::spawn(destroy_on_wake(wake_server, reader, owned));
+    co_await corio::sleep_for(20ms);  // both reads are parked, waiting for input
+    EXPECT_EQ(::send(wake_client.native_handle(), "w", 1, MSG_NOSIGNAL), 1);
+    EXPECT_EQ(::send(client.native_handle(), "data", 4, MSG_NOSIGNAL), 4);
+    co_await corio::with_timeout(5s, std::move(destroy));
+    std::error_code error = co_await corio::with_timeout(5s, std::move(reader));
+    EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
+    // The read had taken the bytes from the kernel: the destroyed stream had nothing unread, so its
+    // peer sees an end of stream rather than a reset.
+    std::byte rest[8];
+    std::error_code peer_error;
+    std::size_t got = co_await corio::with_timeout(5s, client.read_some(rest, peer_error));
+    EXPECT_FALSE(peer_error) << peer_error.message();
+    EXPECT_EQ(got, 0u);
+  });
+}
+
+// The same for a UDP receive that completed with a datagram: the datagram is dropped with its socket.
+TYPED_TEST(close_under_operation, a_udp_socket_destroyed_before_its_cancelled_receive_resumes_is_not_touched) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto [wake_client, wake_server] = co_await connected_pair();
+    auto owned = std::make_unique<corio::net::udp_socket>(corio::net::udp_socket::bind(endpoint::loopback_v4(0)));
+    const std::uint16_t port = owned->local_endpoint().port();
+    auto receiver = corio::spawn(receive_once(*owned));
+    auto destroy = corio::spawn(destroy_on_wake(wake_server, receiver, owned));
+    co_await corio::sleep_for(20ms);  // both operations are parked, waiting for input
+    int sender = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(port);
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::send(wake_client.native_handle(), "w", 1, MSG_NOSIGNAL), 1);
+    EXPECT_EQ(::sendto(sender, "datagram", 8, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to), 8);
+    ::close(sender);
+    co_await corio::with_timeout(5s, std::move(destroy));
+    std::error_code error = co_await corio::with_timeout(5s, std::move(receiver));
+    EXPECT_EQ(error, std::errc::operation_canceled) << error.message();
+  });
+}
+
 // The same for a write the kernel holds: destroyed under it, the write ends operation_canceled and
 // lets go of its one-writer flag without touching the freed stream.
 TYPED_TEST(close_under_operation, destroying_a_stream_under_its_write_ends_the_write) {

@@ -134,6 +134,15 @@ struct socket_id {
   fd_record* record = nullptr;
 };
 
+/// Runs `keep` (a store into an object of the socket's, such as its read stash) unless the socket was
+/// closed since `socket` was taken: then the object may be gone with it (a stream destroyed under its
+/// read, a misuse that must still not write into freed memory), and nothing could read what `keep`
+/// would store. The check and `keep` are one step for a close on another thread, which waits for it
+/// (src/io/fd_records.hpp, "Calls"), so keep must be short and must not block. Returns whether it ran;
+/// propagates what `keep` throws.
+template <class Keep>
+bool keep_while_open(const socket_id& socket, Keep&& keep);
+
 /// What the kernel is asked to do. Trivially copyable, so an awaiter can be moved before it starts.
 struct io_request {
   io_kind kind = io_kind::recv;
@@ -370,5 +379,23 @@ class io_awaiter {
   accept_waiter* accept_waiter_ = nullptr;  // an awaited accept's entry in its listener's stash (set when it starts)
   std::optional<stop_callback<on_stop>> stop_callback_;
 };
+
+/// keep_while_open()'s bracket (fd_records.cpp): counts this thread in on the socket's number, or
+/// returns false if the socket was closed since it was opened.
+bool enter_while_open(const socket_id& socket) noexcept;
+void leave_while_open(const socket_id& socket) noexcept;
+
+template <class Keep>
+bool keep_while_open(const socket_id& socket, Keep&& keep) {
+  if (!enter_while_open(socket)) {
+    return false;
+  }
+  struct leave_on_exit {
+    const socket_id& socket;
+    ~leave_on_exit() { leave_while_open(socket); }
+  } leave{socket};
+  keep();
+  return true;
+}
 
 }  // namespace corio::detail

@@ -16,6 +16,9 @@
 //   deadline that got data returns it. read_exact keeps what it had read before it was cancelled,
 //   ahead of anything kept after it. The next read_some (or read_exact) takes from here without a
 //   system call.
+//   A stream destroyed under such a read (a misuse) took its stash along: the bytes are written only
+//   while the socket is open, inside the bracket a close waits for (keep_while_open, io_op.hpp), and
+//   are dropped once it is closed. The stream declares its stash first, so the stash outlives that close.
 // Threads: the stream's reader only (one reader at a time, as for every stream operation).
 // Memory: empty costs nothing; kept bytes are in one vector, freed once they are all taken.
 #include <algorithm>

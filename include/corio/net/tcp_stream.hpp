@@ -202,9 +202,11 @@ class tcp_stream {
   static task<tcp_stream> connect_each(std::vector<endpoint> peers, std::error_code* error);
   static task<tcp_stream> connect_to_host(std::string host, std::uint16_t port, std::error_code* error);
 
+  // Declared first, destroyed last: after the socket's close, which waits for a read keeping bytes
+  // here on another thread (keep_while_open).
+  corio::detail::read_stash stash_;  // bytes read for a cancelled read, returned by the next one
   corio::detail::socket_fd socket_;
   corio::detail::io_source_ref source_;  // io_uring: the registered file (and multishot recv) state; released before the socket
-  corio::detail::read_stash stash_;  // bytes read for a cancelled read, returned by the next one
 };
 
 }  // namespace corio::net

@@ -125,8 +125,10 @@ class udp_socket {
  private:
   static constexpr const char* send_to_name = "corio::net::udp_socket::send_to";
   static constexpr const char* recv_from_name = "corio::net::udp_socket::recv_from";
-  corio::detail::socket_fd socket_;
+  // Declared first, destroyed last: after the socket's close, which waits for a receive keeping a
+  // datagram here on another thread (keep_while_open).
   corio::detail::datagram_stash kept_;  // datagrams received for cancelled receives, for the next ones
+  corio::detail::socket_fd socket_;
 };
 
 }  // namespace corio::net
