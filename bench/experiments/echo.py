@@ -2,6 +2,7 @@
 (bench/scenarios.md)."""
 
 import os
+import statistics
 import sys
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from labkit.context import Context
 from labkit.report import markdown_table, spread
 from labkit.results import Results
 from labkit.runner import Cell
-from labkit.targets import Target, at_least, at_most, shown
+from labkit.targets import Target, at_least, at_most, context, shown
 
 NAME = "echo"
 TITLE = "TCP echo server, 1-500 clients"
@@ -216,6 +217,32 @@ def _pairs(results: Results, metric: str, numerator: str, rivals_at):
     return pairs
 
 
+def _same_round(results: Results, metric: str, numerator: str, denominator: str, cells: list[tuple[int, int]]):
+    """A context row: at each cell, the median over the rounds of numerator / denominator measured in the same
+    round (same `rep`: a cell's servers run back to back within a round), so a phase of the host that spans a
+    round's neighbouring runs weighs on both. The lowest cell's median is the row's ratio; the cells below 1
+    are named."""
+    by_run = {(run["server"], int(run["clients"]), int(run["bytes"]), run["rep"]): float(run[metric])
+              for run in results.runs}
+    medians = []
+    for clients, size in cells:
+        ratios = [value / by_run[(denominator, clients, size, rep)]
+                  for (server, c, b, rep), value in by_run.items()
+                  if server == numerator and (c, b) == (clients, size)
+                  and by_run.get((denominator, clients, size, rep), 0) > 0]
+        if ratios:
+            medians.append((statistics.median(ratios), clients, size))
+    claim = f"{numerator} req/s / {denominator}'s, median of same-round ratios"
+    if not medians:
+        return context(claim, "no runs", None, None)
+    ratio, clients, size = min(medians)
+    below = [f"c={c} b={b} {r:.3f}x" for r, c, b in medians if r < 1]
+    where = f"{len(medians)} cells; lowest clients={clients} bytes={size}"
+    if below:
+        where += f"; below 1 in {len(below)}: " + _listed(below)
+    return context(claim, where, ratio, 1.0)
+
+
 def _listed(items: list[str], shown: int = 6) -> str:
     return ", ".join(items[:shown]) + (f", and {len(items) - shown} more" if len(items) > shown else "")
 
@@ -282,4 +309,7 @@ def targets(results: Results) -> list:
                          schedule.variant_cells,
                          _pairs(results, "requests_per_sec", TIMEOUT_SERVER, only("corio-uring")), TIMEOUT_LIMIT,
                          higher=True))
+    # Context, not scored: the same comparisons run by run, against the host's phases (bench/scenarios.md).
+    found += [_same_round(results, "requests_per_sec", "corio-uring", peer, busy) for peer in PEERS]
+    found.append(_same_round(results, "requests_per_sec", "corio-epoll", "c-epoll", busy))
     return found

@@ -33,6 +33,7 @@ class Aggregate:
 class Results:
     rows: list[Aggregate]
     meta: dict
+    runs: list[dict[str, str]] = field(default_factory=list)  # every run, with its `rep` (<name>-runs.csv)
 
     def find(self, **key) -> Aggregate | None:
         """The first row whose columns equal every value of `key`, or None."""
@@ -41,7 +42,7 @@ class Results:
     def subset(self, **key) -> "Results":
         """The rows whose columns equal every value of `key`, with the same metadata."""
         matching = [row for row in self.rows if all(row.values[column] == str(value) for column, value in key.items())]
-        return Results(matching, self.meta)
+        return Results(matching, self.meta, self.runs)
 
     def distinct(self, column: str) -> list[str]:
         seen: list[str] = []
@@ -124,4 +125,4 @@ def load(directory: Path, name: str, key: list[str], metrics: list[str]) -> Resu
             samples = [float(run[metric]) for run in mine] or [row.median(metric)]
             row.low[metric], row.high[metric] = min(samples), max(samples)
     info = json.loads(meta.read_text()) if meta.exists() else {}
-    return Results(rows, info)
+    return Results(rows, info, runs)

@@ -14,7 +14,7 @@ from pathlib import Path
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from experiments import chan, coro, spawn  # noqa: E402
+from experiments import chan, coro, echo, spawn  # noqa: E402
 from labkit.report import _measured  # noqa: E402
 from labkit import results  # noqa: E402
 from labkit.results import Aggregate, Results  # noqa: E402
@@ -88,6 +88,35 @@ class ScheduledSizesAreJudged(unittest.TestCase):
         # at 8: spawn_join and ping_pong against tokio and Go, and the fan-out's scaling
         self.assertEqual(scored_without_data(targets), 5)
         self.assertIn("threads=8", " ".join(target.claim + target.where for target in targets))
+
+
+class EchoSameRoundRatios(unittest.TestCase):
+    """Beside its scored targets (medians), echo shows each comparison run by run: the median, over the
+    rounds, of the two servers' ratio within one round."""
+
+    @staticmethod
+    def run_of(server: str, rep: int, requests_per_sec: float) -> dict[str, str]:
+        return {"server": server, "clients": "50", "bytes": "128", "rep": str(rep),
+                "requests_per_sec": str(requests_per_sec)}
+
+    def test_the_context_row_is_the_median_of_same_round_ratios_and_is_not_scored(self):
+        # Medians say 200 / 190 = 1.05; round by round it is 100/190, 200/95, 210/205: median 1.02.
+        measured = results_of([])
+        measured.runs = [self.run_of("corio-epoll", 1, 100), self.run_of("c-epoll", 1, 190),
+                         self.run_of("corio-epoll", 2, 200), self.run_of("c-epoll", 2, 95),
+                         self.run_of("corio-epoll", 3, 210), self.run_of("c-epoll", 3, 205)]
+        row = echo._same_round(measured, "requests_per_sec", "corio-epoll", "c-epoll", [(50, 128)])
+        self.assertFalse(row.scored)
+        self.assertAlmostEqual(row.ratio, 210 / 205)
+        self.assertIn("lowest clients=50 bytes=128", row.where)
+        self.assertNotIn("below 1", row.where)
+
+    def test_cells_below_one_are_named_and_a_cell_without_runs_is_left_out(self):
+        measured = results_of([])
+        measured.runs = [self.run_of("corio-uring", 1, 90), self.run_of("c-uring", 1, 100)]
+        row = echo._same_round(measured, "requests_per_sec", "corio-uring", "c-uring", [(50, 128), (300, 128)])
+        self.assertAlmostEqual(row.ratio, 0.9)
+        self.assertIn("1 cells; lowest clients=50 bytes=128; below 1 in 1: c=50 b=128 0.900x", row.where)
 
 
 class PublishedResults(unittest.TestCase):
