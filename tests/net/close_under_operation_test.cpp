@@ -272,17 +272,13 @@ TYPED_TEST(close_under_operation, a_udp_socket_destroyed_before_its_cancelled_re
   run_on_loop(TestFixture::backend, []() -> corio::task<void> {
     auto [wake_client, wake_server] = co_await connected_pair();
     auto owned = std::make_unique<corio::net::udp_socket>(corio::net::udp_socket::bind(endpoint::loopback_v4(0)));
-    const std::uint16_t port = owned->local_endpoint().port();
+    const endpoint to = owned->local_endpoint();
     auto receiver = corio::spawn(receive_once(*owned));
     auto destroy = corio::spawn(destroy_on_wake(wake_server, receiver, owned));
     co_await corio::sleep_for(20ms);  // both operations are parked, waiting for input
     int sender = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    sockaddr_in to{};
-    to.sin_family = AF_INET;
-    to.sin_port = htons(port);
-    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     EXPECT_EQ(::send(wake_client.native_handle(), "w", 1, MSG_NOSIGNAL), 1);
-    EXPECT_EQ(::sendto(sender, "datagram", 8, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to), 8);
+    EXPECT_EQ(::sendto(sender, "datagram", 8, 0, to.data(), to.size()), 8);
     ::close(sender);
     co_await corio::with_timeout(5s, std::move(destroy));
     std::error_code error = co_await corio::with_timeout(5s, std::move(receiver));

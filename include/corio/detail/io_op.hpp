@@ -138,10 +138,10 @@ struct socket_id {
 /// closed since `socket` was taken: then the object may be gone with it (a stream destroyed under its
 /// read, a misuse that must still not write into freed memory), and nothing could read what `keep`
 /// would store. The check and `keep` are one step for a close on another thread, which waits for it
-/// (src/io/fd_records.hpp, "Calls"), so keep must be short and must not block. Returns whether it ran;
-/// propagates what `keep` throws.
+/// (src/io/fd_records.hpp, "Calls"), so keep must be short and must not block. Propagates what `keep`
+/// throws.
 template <class Keep>
-bool keep_while_open(const socket_id& socket, Keep&& keep);
+void keep_while_open(const socket_id& socket, Keep&& keep);
 
 /// What the kernel is asked to do. Trivially copyable, so an awaiter can be moved before it starts.
 struct io_request {
@@ -386,16 +386,15 @@ bool enter_while_open(const socket_id& socket) noexcept;
 void leave_while_open(const socket_id& socket) noexcept;
 
 template <class Keep>
-bool keep_while_open(const socket_id& socket, Keep&& keep) {
+void keep_while_open(const socket_id& socket, Keep&& keep) {
   if (!enter_while_open(socket)) {
-    return false;
+    return;
   }
   struct leave_on_exit {
     const socket_id& socket;
     ~leave_on_exit() { leave_while_open(socket); }
   } leave{socket};
   keep();
-  return true;
 }
 
 }  // namespace corio::detail
