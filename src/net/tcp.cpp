@@ -6,6 +6,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <cerrno>
 #include <memory>
 #include <new>
@@ -148,23 +149,35 @@ task<tcp_stream> tcp_stream::connect(std::string host, std::uint16_t port, std::
   return connect_to_host(std::move(host), port, &error);
 }
 
+std::unique_ptr<tcp_stream::state> tcp_stream::state_for(int fd) {
+  try {
+    return std::make_unique<state>();
+  } catch (...) {
+    corio::detail::close_socket(fd);
+    throw;
+  }
+}
+
 // Cancelled part-way (a read_some step ended cancelled or timed out, and kept in the stash whatever it
 // received), it puts back what the earlier steps read, ahead of that: the stream loses nothing.
 // A stream destroyed under it (a misuse) took its stash along: then the bytes are dropped, and the
-// stream is never touched (keep_while_open).
+// stream is never touched (keep_while_open). One moved under it took its stash along too (it is not
+// in the object, and was captured here once): the bytes go to it in its new place.
 task<std::size_t> tcp_stream::read_exact_into(std::span<std::byte> buffer, std::error_code* error) {
   const corio::detail::socket_id socket = socket_.id();
-  corio::detail::read_stash* const stash = &stash_;
+  corio::detail::read_stash* const stash = this->stash();
+  std::atomic<corio::detail::io_source*>* const source = this->source();
   auto keep_read = [&](std::size_t count) {
-    corio::detail::keep_while_open(socket, [&] { stash->keep_front(buffer.first(count)); });
+    if (stash != nullptr) {  // none: the stream has no socket, and read nothing
+      corio::detail::keep_while_open(socket, [&] { stash->keep_front(buffer.first(count)); });
+    }
   };
   std::size_t done = 0;
   while (done < buffer.size()) {
     std::size_t step = 0;
     try {
       step = co_await corio::detail::transfer_awaiter(corio::detail::io_kind::recv, socket, buffer.data() + done,
-                                                      buffer.size() - done, read_exact_name, error, source_.slot(),
-                                                      stash);
+                                                      buffer.size() - done, read_exact_name, error, source, stash);
     } catch (const cancelled&) {
       keep_read(done);
       throw;
@@ -264,6 +277,7 @@ tcp_listener tcp_listener::bind(const endpoint& local, listen_options options, s
   }
   if (!error) {
     try {
+      listener.source_ = std::make_unique<corio::detail::io_source_ref>();
       listener.stash_ = std::make_shared<corio::detail::accept_stash>();
     } catch (const std::bad_alloc&) {
       error = std::make_error_code(std::errc::not_enough_memory);

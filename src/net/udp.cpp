@@ -3,6 +3,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <new>
+#include <system_error>
 
 #include "net/socket_name.hpp"
 
@@ -46,6 +49,14 @@ udp_socket udp_socket::bind(const endpoint& local) {
 udp_socket udp_socket::bind(const endpoint& local, std::error_code& error) noexcept {
   udp_socket socket;
   socket.socket_ = detail::open_bound(local, SOCK_DGRAM, error, [](int) { return true; });
+  if (!error) {
+    try {
+      socket.kept_ = std::make_unique<corio::detail::datagram_stash>();
+    } catch (const std::bad_alloc&) {
+      error = std::make_error_code(std::errc::not_enough_memory);
+      socket.close();
+    }
+  }
   return socket;
 }
 

@@ -75,13 +75,6 @@ corio::task<corio::join_handle<std::error_code>> start_blocked_write(tcp_stream&
   co_return writer;
 }
 
-corio::task<std::error_code> receive_once(corio::net::udp_socket& socket) {
-  std::byte buffer[64];
-  std::error_code error;
-  co_await socket.recv_from(buffer, error);
-  co_return error;
-}
-
 /// Opens descriptors on every free number below `number` (the caller closes them: close_each), so the next
 /// socket takes `number` once it is free.
 std::vector<int> fill_numbers_below(int number) {

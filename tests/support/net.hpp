@@ -8,6 +8,7 @@
 #include <corio/net/endpoint.hpp>
 #include <corio/net/tcp_listener.hpp>
 #include <corio/net/tcp_stream.hpp>
+#include <corio/net/udp_socket.hpp>
 #include <corio/runtime.hpp>
 #include <corio/task.hpp>
 #include <corio/time.hpp>
@@ -201,6 +202,14 @@ inline task<std::error_code> read_once(net::tcp_stream& stream) {
 inline task<std::error_code> write_everything(net::tcp_stream& stream, std::span<const std::byte> data) {
   std::error_code error;
   co_await stream.write_all(data, error);
+  co_return error;
+}
+
+/// One recv_from (into 64 bytes) in its error_code form: the error it stored.
+inline task<std::error_code> receive_once(net::udp_socket& socket) {
+  std::byte buffer[64];
+  std::error_code error;
+  co_await socket.recv_from(buffer, error);
   co_return error;
 }
 

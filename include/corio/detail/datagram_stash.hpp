@@ -46,17 +46,8 @@ class datagram_stash {
     bool truncated = false;  // the kernel had already cut it
   };
 
+  /// Not movable: receives in flight point at it (udp_socket keeps it in an allocation of its own).
   datagram_stash() noexcept = default;
-  datagram_stash(datagram_stash&& other) noexcept
-      : kept_(std::move(other.kept_)), count_(other.count_.exchange(0, std::memory_order_relaxed)) {}
-  datagram_stash& operator=(datagram_stash&& other) noexcept {
-    if (this != &other) {
-      kept_ = std::move(other.kept_);
-      other.kept_.clear();
-      count_.store(other.count_.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);
-    }
-    return *this;
-  }
   datagram_stash(const datagram_stash&) = delete;
   datagram_stash& operator=(const datagram_stash&) = delete;
   ~datagram_stash() = default;

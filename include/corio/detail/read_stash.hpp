@@ -18,31 +18,22 @@
 //   system call.
 //   A stream destroyed under such a read (a misuse) took its stash along: the bytes are written only
 //   while the socket is open, inside the bracket a close waits for (keep_while_open, io_op.hpp), and
-//   are dropped once it is closed. The stream declares its stash first, so the stash outlives that close.
+//   are dropped once it is closed. The stream declares the allocation that holds its stash before
+//   its socket, so the stash outlives that close. That allocation, not the stream object, is what a
+//   read points at: a stream moved under a read takes it along, and the bytes reach it in its new place.
 // Threads: the stream's reader only (one reader at a time, as for every stream operation).
 // Memory: empty costs nothing; kept bytes are in one vector, freed once they are all taken.
 #include <algorithm>
 #include <cstddef>
 #include <span>
-#include <utility>
 #include <vector>
 
 namespace corio::detail {
 
 class read_stash {
  public:
+  /// Not movable: reads in flight point at it (tcp_stream keeps it in an allocation of its own).
   read_stash() noexcept = default;
-  /// A moved-from stash is empty (its vector is, so its count of bytes handed out must be too).
-  read_stash(read_stash&& other) noexcept
-      : bytes_(std::move(other.bytes_)), taken_(std::exchange(other.taken_, 0)) {}
-  read_stash& operator=(read_stash&& other) noexcept {
-    if (this != &other) {
-      bytes_ = std::move(other.bytes_);
-      other.bytes_.clear();
-      taken_ = std::exchange(other.taken_, 0);
-    }
-    return *this;
-  }
   read_stash(const read_stash&) = delete;
   read_stash& operator=(const read_stash&) = delete;
   ~read_stash() = default;

@@ -1,5 +1,6 @@
 #pragma once
 // corio::net::tcp_listener: a listening TCP socket whose accept suspends the awaiting task.
+#include <atomic>
 #include <coroutine>
 #include <memory>
 #include <system_error>
@@ -80,10 +81,10 @@ class tcp_listener {
   /// Waits for the next connection; yields it as a connected stream (closed, on error, in the
   /// error_code form).
   detail::accept_awaiter accept() noexcept {
-    return {socket_.id(), accept_name, nullptr, source_.slot(), stash_};
+    return {socket_.id(), accept_name, nullptr, source(), stash_};
   }
   detail::accept_awaiter accept(std::error_code& error) noexcept {
-    return {socket_.id(), accept_name, &error, source_.slot(), stash_};
+    return {socket_.id(), accept_name, &error, source(), stash_};
   }
 
   endpoint local_endpoint() const;
@@ -91,7 +92,9 @@ class tcp_listener {
   bool is_open() const noexcept { return socket_.is_open(); }
   int native_handle() const noexcept { return socket_.get(); }
   void close() noexcept {
-    source_.close();  // the state stays allocated until the object goes: detail/io_source.hpp, "Lifetime"
+    if (source_ != nullptr) {
+      source_->close();  // the state stays allocated until the object goes: detail/io_source.hpp, "Lifetime"
+    }
     if (stash_ != nullptr) {
       stash_->close_all();  // stays allocated too, shared with the accepts made from this listener
     }
@@ -100,8 +103,13 @@ class tcp_listener {
 
  private:
   static constexpr const char* accept_name = "corio::net::tcp_listener::accept";
+  std::atomic<corio::detail::io_source*>* source() noexcept { return source_ != nullptr ? source_->slot() : nullptr; }
+
   corio::detail::socket_fd socket_;
-  corio::detail::io_source_ref source_;  // io_uring: the multishot accept's state; released first
+  // io_uring: the multishot accept's state; released first. Like the stash, in an allocation of its
+  // own, not in the object: an accept waiting when the listener is moved (re-issued on io_uring when
+  // the multishot accept ends) still finds it. Null: no socket.
+  std::unique_ptr<corio::detail::io_source_ref> source_;
   std::shared_ptr<corio::detail::accept_stash> stash_;  // connections cancelled accepts took (accept_stash.hpp)
 };
 

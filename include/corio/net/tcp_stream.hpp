@@ -1,8 +1,10 @@
 #pragma once
 // corio::net::tcp_stream: a connected TCP socket whose reads and writes suspend the awaiting task.
+#include <atomic>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -76,19 +78,25 @@ class connect_awaiter : public corio::detail::io_awaiter {
 class tcp_stream {
  public:
   tcp_stream() noexcept = default;
+  /// Moving a stream, even with an operation in flight on it, leaves that operation working on the
+  /// stream in its new place (see "Moving" below).
   tcp_stream(tcp_stream&& other) noexcept = default;
   /// Closes this one first (its io_uring state before its socket), then takes `other`'s.
   tcp_stream& operator=(tcp_stream&& other) noexcept {
     if (this != &other) {
       close();
       socket_ = std::move(other.socket_);
-      source_ = std::move(other.source_);
-      stash_ = std::move(other.stash_);
+      state_ = std::move(other.state_);
     }
     return *this;
   }
-  /// Adopts a connected, non-blocking socket descriptor.
-  explicit tcp_stream(int fd) noexcept : socket_(fd) {}
+  ~tcp_stream() {
+    if (state_ != nullptr) {
+      state_->source.reset();  // its io_uring state before its socket, as close() does
+    }
+  }
+  /// Adopts a connected, non-blocking socket descriptor. Throws std::bad_alloc (and closes `fd`).
+  explicit tcp_stream(int fd) : state_(state_for(fd)), socket_(fd) {}
 
   /// Connects to `peer`; co_await yields the connected stream.
   static detail::connect_awaiter connect(const endpoint& peer) noexcept { return {peer, nullptr}; }
@@ -115,21 +123,21 @@ class tcp_stream {
   /// the kernel delivered to it anyway are returned by the stream's next read.
   corio::detail::transfer_awaiter read_some(std::span<std::byte> buffer) noexcept {
     return {corio::detail::io_kind::recv, socket_.id(), buffer.data(), buffer.size(), read_some_name, nullptr,
-            source_.slot(), &stash_};
+            source(), stash()};
   }
   corio::detail::transfer_awaiter read_some(std::span<std::byte> buffer, std::error_code& error) noexcept {
     return {corio::detail::io_kind::recv, socket_.id(), buffer.data(), buffer.size(), read_some_name, &error,
-            source_.slot(), &stash_};
+            source(), stash()};
   }
 
   /// Writes some of `data` (at least one byte unless it is empty); yields the count.
   corio::detail::transfer_awaiter write_some(std::span<const std::byte> data) noexcept {
     return {corio::detail::io_kind::send, socket_.id(), data.data(), data.size(), write_some_name, nullptr,
-            source_.slot()};
+            source()};
   }
   corio::detail::transfer_awaiter write_some(std::span<const std::byte> data, std::error_code& error) noexcept {
     return {corio::detail::io_kind::send, socket_.id(), data.data(), data.size(), write_some_name, &error,
-            source_.slot()};
+            source()};
   }
 
   /// Fills `buffer` completely. If the peer closes first: throws std::system_error with
@@ -144,10 +152,10 @@ class tcp_stream {
   /// bounded). Yields the bytes written: all of them, or, in the error_code form, how many went out
   /// before the error. `data` must stay valid until the write finishes.
   corio::detail::send_all_awaiter write_all(std::span<const std::byte> data) noexcept {
-    return {socket_.id(), data.data(), data.size(), write_all_name, nullptr, source_.slot()};
+    return {socket_.id(), data.data(), data.size(), write_all_name, nullptr, source()};
   }
   corio::detail::send_all_awaiter write_all(std::span<const std::byte> data, std::error_code& error) noexcept {
-    return {socket_.id(), data.data(), data.size(), write_all_name, &error, source_.slot()};
+    return {socket_.id(), data.data(), data.size(), write_all_name, &error, source()};
   }
   corio::detail::send_all_awaiter write_all(std::string_view text) noexcept {
     return write_all(std::as_bytes(std::span(text)));
@@ -188,7 +196,9 @@ class tcp_stream {
   int native_handle() const noexcept { return socket_.get(); }
   /// Closes the socket now (the destructor does it otherwise).
   void close() noexcept {
-    source_.close();  // the state stays allocated until the object goes: detail/io_source.hpp, "Lifetime"
+    if (state_ != nullptr) {
+      state_->source.close();  // the state stays allocated until the object goes: detail/io_source.hpp, "Lifetime"
+    }
     socket_.reset();  // bytes a cancelled read kept stay until the object goes: a read may be starting
   }
 
@@ -202,11 +212,25 @@ class tcp_stream {
   static task<tcp_stream> connect_each(std::vector<endpoint> peers, std::error_code* error);
   static task<tcp_stream> connect_to_host(std::string host, std::uint16_t port, std::error_code* error);
 
+  // Moving. What an operation in flight points at lives in one allocation the stream owns, not in the
+  // stream object: a stream moved under an operation (into a vector that grows, out of a unique_ptr
+  // that is then reset) takes it along, so the operation's later sends (a write_all, on io_uring)
+  // find its io_uring state, and bytes a cancelled read took go to the stream in its new place. A
+  // stream with no socket (default-constructed, moved from) has none: its operations fail with
+  // bad_file_descriptor before they would use it.
+  struct state {
+    corio::detail::read_stash stash;       // bytes read for a cancelled read, returned by the next one
+    corio::detail::io_source_ref source;   // io_uring: the registered file (and multishot recv) state; released before the socket
+  };
+  /// A new state for the socket `fd`; closes `fd` if it cannot be allocated (std::bad_alloc).
+  static std::unique_ptr<state> state_for(int fd);
+  std::atomic<corio::detail::io_source*>* source() noexcept { return state_ != nullptr ? state_->source.slot() : nullptr; }
+  corio::detail::read_stash* stash() noexcept { return state_ != nullptr ? &state_->stash : nullptr; }
+
   // Declared first, destroyed last: after the socket's close, which waits for a read keeping bytes
-  // here on another thread (keep_while_open).
-  corio::detail::read_stash stash_;  // bytes read for a cancelled read, returned by the next one
+  // in its stash on another thread (keep_while_open).
+  std::unique_ptr<state> state_;
   corio::detail::socket_fd socket_;
-  corio::detail::io_source_ref source_;  // io_uring: the registered file (and multishot recv) state; released before the socket
 };
 
 }  // namespace corio::net

@@ -5,8 +5,10 @@
 
 #include <coroutine>
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <system_error>
+#include <utility>
 
 #include <corio/detail/datagram_stash.hpp>
 #include <corio/detail/socket.hpp>
@@ -77,8 +79,8 @@ class recv_from_awaiter : public message_awaiter {
 /// A UDP socket. Move-only; closes on destruction. send_to and recv_from are awaitables with the
 /// error, cancellation and resumption rules of tcp_stream's operations. Several tasks may receive on
 /// one socket at once (on any workers): each datagram goes to exactly one of them, as with Go's
-/// PacketConn. Cancel them before closing or destroying the socket (moving it while one waits is a
-/// misuse); a receive closed under, on any thread, still ends with std::errc::operation_canceled
+/// PacketConn. Cancel them before closing or destroying the socket (moving it while one waits is
+/// fine); a receive closed under, on any thread, still ends with std::errc::operation_canceled
 /// (README, Limitations). recv_from is cancel-safe, as a stream's reads are: a receive cancelled (a
 /// lost when_any, a deadline) just as its datagram arrived leaves it with the socket, whose next
 /// receive returns it first (one already waiting in the kernel is not woken for it).
@@ -90,6 +92,19 @@ class recv_from_awaiter : public message_awaiter {
 class udp_socket {
  public:
   udp_socket() noexcept = default;
+  /// Moving a socket, even with a receive in flight on it, leaves that receive working on the socket
+  /// in its new place: the datagram stash it keeps into is not in the object (see below).
+  udp_socket(udp_socket&& other) noexcept = default;
+  /// Closes this one first, then takes `other`'s.
+  udp_socket& operator=(udp_socket&& other) noexcept {
+    if (this != &other) {
+      close();
+      socket_ = std::move(other.socket_);
+      kept_ = std::move(other.kept_);
+    }
+    return *this;
+  }
+  ~udp_socket() = default;
 
   /// Creates a socket of `local`'s family bound to it (port 0: an ephemeral port). Throws
   /// std::system_error naming "corio::net::udp_socket::bind", or stores the error.
@@ -107,10 +122,10 @@ class udp_socket {
   /// Receives one datagram into `buffer`. The rest of a longer one is dropped, as recvfrom does, and
   /// the datagram it yields says so with `truncated`; that is not an error.
   detail::recv_from_awaiter recv_from(std::span<std::byte> buffer) noexcept {
-    return {socket_.id(), buffer, &kept_, recv_from_name, nullptr};
+    return {socket_.id(), buffer, kept_.get(), recv_from_name, nullptr};
   }
   detail::recv_from_awaiter recv_from(std::span<std::byte> buffer, std::error_code& error) noexcept {
-    return {socket_.id(), buffer, &kept_, recv_from_name, &error};
+    return {socket_.id(), buffer, kept_.get(), recv_from_name, &error};
   }
 
   endpoint local_endpoint() const;
@@ -119,15 +134,19 @@ class udp_socket {
   int native_handle() const noexcept { return socket_.get(); }
   void close() noexcept {
     socket_.reset();
-    kept_.clear();
+    if (kept_ != nullptr) {
+      kept_->clear();
+    }
   }
 
  private:
   static constexpr const char* send_to_name = "corio::net::udp_socket::send_to";
   static constexpr const char* recv_from_name = "corio::net::udp_socket::recv_from";
-  // Declared first, destroyed last: after the socket's close, which waits for a receive keeping a
-  // datagram here on another thread (keep_while_open).
-  corio::detail::datagram_stash kept_;  // datagrams received for cancelled receives, for the next ones
+  // Datagrams received for cancelled receives, for the next ones: one allocation the socket owns, so
+  // that a receive in flight keeps into it wherever the socket has moved (null: no socket). Declared
+  // first, destroyed last: after the socket's close, which waits for a receive keeping a datagram
+  // here on another thread (keep_while_open).
+  std::unique_ptr<corio::detail::datagram_stash> kept_;
   corio::detail::socket_fd socket_;
 };
 
