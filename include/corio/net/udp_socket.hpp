@@ -104,7 +104,6 @@ class udp_socket {
     }
     return *this;
   }
-  ~udp_socket() = default;
 
   /// Creates a socket of `local`'s family bound to it (port 0: an ephemeral port). Throws
   /// std::system_error naming "corio::net::udp_socket::bind", or stores the error.
