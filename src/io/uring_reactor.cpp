@@ -33,7 +33,11 @@
 //   receive it expects to fail ("Readiness flag" there). It cost 9% of the echo's requests/s at
 //   50 x 128 B and 5-8% at 500 x 1000 B (three alternating pairs each): within one submission of
 //   many requests the peer has often answered by the time the kernel reaches the read, so trying it
-//   at once usually succeeds, and the poll armed first is pure cost.
+//   at once usually succeeds, and the poll armed first is pure cost. Nor after a read that waited
+//   (its CQE reaped in a later turn than the one that submitted it; 16-21% of the echo's reads at 50
+//   and 300 clients, all of them at 1): 1.00x the requests/s at 1 client x 128 and 1000 B (the
+//   failed attempt is small against a round trip) and 0.93-0.98x at 300 x 128 B, three or four
+//   alternating pairs each.
 // Linked timeouts (with_timeout, io_op.hpp "Linked deadlines"): an op that took a deadline is issued
 //   as a pair, the op's SQE with IOSQE_IO_LINK and an IORING_OP_LINK_TIMEOUT after it. Both go into
 //   one submission: next_sqe(2) flushes before the pair if fewer than two entries are free, never
@@ -76,8 +80,23 @@
 //   "Watchers"); a close elsewhere hands over a duplicate of the descriptor (forget_elsewhere, on the
 //   closing thread, before the close), and the next reap submits an ASYNC_CANCEL_FD on it and then
 //   closes the duplicate: the cancel names the closed socket's file even if its number already
-//   names another socket. Nothing else touches the ring off its thread (SINGLE_ISSUER). Sockets with
-//   an io_source skip the note, so an echo's sends pay one comparison for all this.
+//   names another socket. Sockets with an io_source skip the note, so an echo's sends pay one
+//   comparison for all this.
+//   An event loop's ring (no SINGLE_ISSUER) is cancelled in from the closing thread instead: a
+//   synchronous cancel (IORING_REGISTER_SYNC_CANCEL, CANCEL_FD | ALL, while the descriptor still
+//   names the socket) ends this ring's requests on it, a listener's armed multishot accept included,
+//   and no duplicate is kept; the loop's next reap only lets go of the socket's io_source, if it has
+//   one. A duplicate (or the request) kept the socket until the loop ran again, which for a loop that
+//   is not running (block_on returned) could be never: its port stayed bound (a user trial). The
+//   kernel finishes a cancelled request, and drops its reference to the file, in task work on the
+//   loop's thread, which it interrupts for that at once (no COOP_TASKRUN on these rings): on the
+//   loop's own thread the port is free when the close returns; from another thread, as soon as the
+//   loop's thread has entered or left the kernel once (it is made to). The registration runs under
+//   registry_mutex(), like every forget_elsewhere, so the ring cannot be closed under it (the reactor
+//   withdraws from the registry first), and the kernel serialises it with the loop's own submissions
+//   (ring lock); it touches nothing in user memory. A worker's ring (SINGLE_ISSUER: the kernel refuses
+//   registrations from other threads) keeps the duplicate: its thread is always running or woken.
+//   Nothing else touches the ring off its thread.
 // Requests that name a descriptor number (not a registered file): the kernel looks the number up when
 //   it takes the request, at the next submission, which may come a whole loop turn after the request
 //   was prepared; a close on another thread in between could let it reach the socket that reused the
@@ -104,6 +123,7 @@
 // Invariants: `in_flight_` counts ops submitted (or parked on a source) and not yet reported; `wake_armed_` says whether the
 //   wake read is in the kernel. Owning thread only, except wake().
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -156,7 +176,7 @@ __kernel_timespec to_timespec(std::chrono::nanoseconds timeout) noexcept {
 
 }  // namespace
 
-uring_reactor::uring_reactor(bool thread_bound) {
+uring_reactor::uring_reactor(bool thread_bound) : thread_bound_(thread_bound) {
   if (int result = setup_ring(ring_, thread_bound); result < 0) {
     throw std::system_error(-result, std::system_category(), "corio: io_uring backend: io_uring_setup");
   }
@@ -180,7 +200,9 @@ uring_reactor::uring_reactor(bool thread_bound) {
 uring_reactor::~uring_reactor() {
   withdraw(*this);  // from here no close on another thread reaches this reactor
   for (closed_socket each : closed_elsewhere_.take()) {
-    ::close(each.kept);
+    if (each.kept >= 0) {
+      ::close(each.kept);
+    }
   }
   cancel_all_and_reap({[](void*, io_op&) noexcept {}, nullptr});  // nothing left unless misused
   teardown_buffers();
@@ -277,6 +299,10 @@ void uring_reactor::forget(int fd) noexcept {
 }
 
 void uring_reactor::forget_elsewhere(int fd, std::uint32_t) noexcept {
+  if (cancel_from_here(fd)) {
+    closed_elsewhere_.push({fd, -1});  // only its io_source, if it has one here, is left to let go of
+    return;
+  }
   int kept = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);  // the socket's file, whatever the number names after the close
   if (kept < 0) {
     return;  // out of descriptors: its requests end at shutdown
@@ -286,19 +312,34 @@ void uring_reactor::forget_elsewhere(int fd, std::uint32_t) noexcept {
   }
 }
 
+bool uring_reactor::cancel_from_here(int fd) noexcept {
+  if (thread_bound_) {
+    return false;  // SINGLE_ISSUER: the kernel refuses a registration from another thread
+  }
+  io_uring_sync_cancel_reg cancel{};
+  cancel.fd = fd;
+  cancel.flags = IORING_ASYNC_CANCEL_FD | IORING_ASYNC_CANCEL_ALL;
+  cancel.timeout = {0, 0};  // a request an io-wq worker is running: do not wait, take the duplicate's path
+  return ::syscall(__NR_io_uring_register, ring_.ring_fd, IORING_REGISTER_SYNC_CANCEL, &cancel, 1) >= 0;
+}
+
 void uring_reactor::cancel_closed_elsewhere() noexcept {
   std::vector<closed_socket> closed = closed_elsewhere_.take();
   if (closed.empty()) {
     return;
   }
   for (closed_socket each : closed) {
-    io_uring_sqe* sqe = next_sqe();
-    io_uring_prep_cancel_fd(sqe, each.kept, IORING_ASYNC_CANCEL_ALL);
-    io_uring_sqe_set_data64(sqe, ignored_tag);
+    if (each.kept >= 0) {
+      io_uring_sqe* sqe = next_sqe();
+      io_uring_prep_cancel_fd(sqe, each.kept, IORING_ASYNC_CANCEL_ALL);
+      io_uring_sqe_set_data64(sqe, ignored_tag);
+    }
   }
   submit_guarded([this] { io_uring_submit(&ring_); });  // each cancel now holds the socket's file itself
   for (closed_socket each : closed) {
-    ::close(each.kept);
+    if (each.kept >= 0) {
+      ::close(each.kept);
+    }
     release_closed_elsewhere(each.fd);
   }
 }

@@ -98,6 +98,10 @@ class uring_reactor final : public reactor {
   /// The start of a reap, and right after its wait: cancels the requests on sockets closed on other
   /// threads (forget_elsewhere) and lets go of their io_sources (release_closed_elsewhere).
   void cancel_closed_elsewhere() noexcept;
+  /// The closing thread, under registry_mutex(), `fd` still open: cancels this ring's requests on the
+  /// socket with a synchronous cancel (IORING_REGISTER_SYNC_CANCEL), which any thread may make on a ring
+  /// without SINGLE_ISSUER (an event loop's). False where it cannot: the caller takes a duplicate.
+  bool cancel_from_here(int fd) noexcept;
 
   // uring_source.cpp
   /// CORIO_URING_MULTISHOT: which ops may be multishot, and the registered file table.
@@ -147,13 +151,14 @@ class uring_reactor final : public reactor {
   void use_fixed_file(io_uring_sqe* sqe, const io_source* source) const noexcept;
 
   io_uring ring_{};
+  const bool thread_bound_;  // a runtime worker's ring (SINGLE_ISSUER): nothing touches it off its thread
   int wake_fd_ = -1;
   eventfd_t wake_buffer_ = 0;
   std::size_t in_flight_ = 0;  // ops submitted (or parked on a source) and not yet reported
   std::vector<std::uint32_t> in_kernel_by_fd_;  // requests issued on each descriptor number, CQE not yet seen
   struct closed_socket {
     int fd;    // the number as it was closed
-    int kept;  // a duplicate of it, taken before the close
+    int kept;  // a duplicate of it, taken before the close; -1: its requests here were cancelled then
   };
   requests_from_closes<closed_socket> closed_elsewhere_;  // sockets closed on other threads
   struct by_number_request {
