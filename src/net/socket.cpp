@@ -22,9 +22,16 @@ int open_socket(int family, int type) noexcept {
 }
 
 accept_fd_awaiter::~accept_fd_awaiter() {
-  if (stash_ != nullptr) {
-    if (int handed = stash_->stop_waiting(waiter_); handed >= 0) {
-      stash_->keep(handed);
+  const int handed = stash_ != nullptr ? stash_->stop_waiting(waiter_) : -1;
+  const bool unclaimed = !resumed_ && op_.state.load(std::memory_order_acquire) == io_state::done && op_.result >= 0;
+  for (int fd : {handed, unclaimed ? op_.result : -1}) {
+    if (fd < 0) {
+      continue;
+    }
+    if (stash_ != nullptr) {
+      stash_->keep(fd);
+    } else {
+      close_socket(fd);
     }
   }
 }

@@ -196,7 +196,9 @@ class accept_fd_awaiter : public io_awaiter {
   }
   accept_fd_awaiter(accept_fd_awaiter&& other) noexcept = default;
   /// A frame destroyed while this accept waited (its executor's shutdown): unlists it from the stash
-  /// and leaves there a connection handed to it.
+  /// and leaves there a connection handed to it, and the one its op completed with that it never
+  /// resumed to take (the kernel accepted it as the executor shut down), so the listener's next
+  /// accept gets both; with no stash, or the listener closed, they are closed.
   ~accept_fd_awaiter();
 
   template <class Promise>
@@ -209,7 +211,10 @@ class accept_fd_awaiter : public io_awaiter {
     }
     return start(self);
   }
-  int await_resume() { return check() ? op_.result : -1; }
+  int await_resume() {
+    resumed_ = true;  // what the op completed with is check()'s from here (returned, or kept in the stash)
+    return check() ? op_.result : -1;
+  }
 
  protected:
   sockaddr_storage address_{};
@@ -218,6 +223,7 @@ class accept_fd_awaiter : public io_awaiter {
  private:
   std::shared_ptr<accept_stash> stash_;  // shared with the listener: an accept may outlive it
   accept_waiter waiter_;
+  bool resumed_ = false;
 };
 
 }  // namespace corio::detail
