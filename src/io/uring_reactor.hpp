@@ -39,7 +39,9 @@ class uring_reactor final : public reactor {
   /// cancels a timer and posts a second CQE per read), the thread's own timer about nothing.
   bool can_link_deadline(const io_op& op) const noexcept override { return !serves_from_source(op); }
   std::uint64_t linked_timeouts() const noexcept override { return linked_timeouts_; }
-  std::size_t registered_files() const noexcept override { return fixed_next_ - fixed_free_.size(); }
+  std::size_t registered_files() const noexcept override {
+    return fixed_next_ - fixed_free_.size() - fixed_released_.size();
+  }
 
   /// uring_source.cpp.
   void release(io_source& source) noexcept override;
@@ -192,6 +194,11 @@ class uring_reactor final : public reactor {
   unsigned fixed_capacity_ = 0;          // 0: no table (the kernel refused it)
   unsigned fixed_next_ = 0;              // slots below this were handed out once
   std::vector<unsigned> fixed_free_;     // handed out and given back
+  struct released_slot {
+    unsigned index;
+    unsigned position;  // the SQ's tail at its release: reusable once the kernel's head has reached it
+  };
+  std::vector<released_slot> fixed_released_;  // given back, not yet reusable (uring_source.cpp)
 };
 
 }  // namespace corio::detail

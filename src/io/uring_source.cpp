@@ -35,6 +35,13 @@
 //   reference count per request. The table holds a reference to the file, so release() takes the slot
 //   back before the socket's close() (a closed descriptor whose file the table still holds would keep
 //   the connection open). A full table, or a kernel without one, leaves sockets on their descriptors.
+//   The kernel reads a slot when it takes the entry that names it, at the next submission, while the
+//   table update is immediate: so a slot released in a turn (a close handed here) is not given to
+//   another socket until the kernel has taken every entry prepared before the release
+//   (`fixed_released_`, with the SQ position at release). Reused at once, an entry the released
+//   socket had pending in the SQ (its multishot re-armed earlier in the turn) named the new socket's
+//   file: it read a new connection's first bytes and dropped them as its own (a stress run,
+//   CORIO_URING_MULTISHOT=all: the server never saw a client's first message).
 // Invariants (owning thread only, like the rest of the reactor):
 //  - a source is in `sources_` while its owner is this reactor; `armed` while the kernel holds its
 //    multishot (`armed_` counts them); parked ops wait in arrival order (from `waiter`, linked
@@ -562,6 +569,16 @@ void uring_reactor::unlink(io_source& source) noexcept {
 }
 
 int uring_reactor::register_fixed(int fd) noexcept {
+  if (!fixed_released_.empty()) {
+    const unsigned taken = io_uring_smp_load_acquire(ring_.sq.khead);
+    std::erase_if(fixed_released_, [&](const released_slot& each) {
+      if (static_cast<int>(each.position - taken) > 0) {
+        return false;  // an entry prepared before its release may still name it: not yet
+      }
+      fixed_free_.push_back(each.index);
+      return true;
+    });
+  }
   if (fixed_free_.empty() && fixed_next_ == fixed_capacity_) {
     return -1;  // the table is full (or the kernel has none): this socket goes by its descriptor
   }
@@ -585,7 +602,11 @@ void uring_reactor::unregister_fixed(io_source& source) noexcept {
   }
   int none = -1;
   io_uring_register_files_update(&ring_, static_cast<unsigned>(source.fixed), &none, 1);
-  fixed_free_.push_back(static_cast<unsigned>(source.fixed));
+  try {
+    fixed_released_.push_back({static_cast<unsigned>(source.fixed), ring_.sq.sqe_tail});
+  } catch (const std::bad_alloc&) {
+    // Out of memory: the slot is not reused (the table has one fewer).
+  }
   source.fixed = -1;
 }
 
