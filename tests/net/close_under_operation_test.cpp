@@ -12,6 +12,7 @@
 #include <corio/net/udp_socket.hpp>
 #include <corio/runtime.hpp>
 #include <corio/time.hpp>
+#include <corio/yield.hpp>
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -940,6 +941,29 @@ TYPED_TEST(close_racing_a_read, a_first_read_racing_a_close_on_a_plain_thread_en
     server.reset();  // the closed stream's object goes while another socket may hold its number
     ASSERT_EQ(rt.block_on(ping_through(next_client, next_server)), "ping") << "round " << round;
   }
+}
+
+// A stream closed on its loop's thread while its read waits in the submission queue, and another
+// stream's first read in the same turn: on io_uring the closed stream's registered-file slot must not
+// go to the other stream before the kernel has taken the entry that names it, or that entry reads the
+// other stream's bytes and they are lost with the closed stream (a stress run: a server never saw a
+// client's first message).
+TYPED_TEST(close_under_operation, a_stream_closed_under_a_queued_read_never_takes_the_next_stream_s_bytes) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto [first_client, first] = co_await connected_pair();
+    auto [second_client, second] = co_await connected_pair();
+    co_await second_client.write_all(bytes("hello"));
+    co_await corio::sleep_for(5ms);  // the bytes wait in the second stream's socket
+    auto reader = corio::spawn(read_once(first));
+    co_await corio::yield();  // the reader's request is prepared, not yet submitted
+    first.close();
+    std::array<std::byte, 16> buffer{};
+    std::error_code error;
+    std::size_t got = co_await corio::with_timeout(2s, second.read_some(buffer, error));
+    EXPECT_FALSE(error) << error.message();
+    EXPECT_EQ(text(std::span(buffer).first(got)), "hello");
+    EXPECT_EQ(co_await std::move(reader), std::errc::operation_canceled);
+  });
 }
 
 }  // namespace
