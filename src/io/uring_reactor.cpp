@@ -449,7 +449,7 @@ void uring_reactor::leave_by_number() noexcept {
     if (!each.refused) {
       leave_calls(each.record);
     }
-    return static_cast<int>(each.position - taken) < 0;
+    return taken_by_kernel(each.position, taken);
   });
 }
 

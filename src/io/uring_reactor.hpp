@@ -90,6 +90,9 @@ class uring_reactor final : public reactor {
     leave_by_number();
   }
   void enter_by_number() noexcept;
+  /// Whether the kernel, its SQ head at `head`, has taken the entry prepared at `position` (the SQ's
+  /// running count, wrapping).
+  static bool taken_by_kernel(unsigned position, unsigned head) noexcept { return static_cast<int>(position - head) < 0; }
   /// Leaves the brackets and forgets the entries the kernel took.
   void leave_by_number() noexcept;
   /// Submits the listed requests now, if any: before a wait, which no bracket may span.
@@ -196,7 +199,7 @@ class uring_reactor final : public reactor {
   std::vector<unsigned> fixed_free_;     // handed out and given back
   struct released_slot {
     unsigned index;
-    unsigned position;  // the SQ's tail at its release: reusable once the kernel's head has reached it
+    unsigned position;  // the last SQ entry prepared before its release: reusable once the kernel took it
   };
   std::vector<released_slot> fixed_released_;  // given back, not yet reusable (uring_source.cpp)
 };

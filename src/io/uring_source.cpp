@@ -572,7 +572,7 @@ int uring_reactor::register_fixed(int fd) noexcept {
   if (!fixed_released_.empty()) {
     const unsigned taken = io_uring_smp_load_acquire(ring_.sq.khead);
     std::erase_if(fixed_released_, [&](const released_slot& each) {
-      if (static_cast<int>(each.position - taken) > 0) {
+      if (!taken_by_kernel(each.position, taken)) {
         return false;  // an entry prepared before its release may still name it: not yet
       }
       fixed_free_.push_back(each.index);
@@ -603,7 +603,7 @@ void uring_reactor::unregister_fixed(io_source& source) noexcept {
   int none = -1;
   io_uring_register_files_update(&ring_, static_cast<unsigned>(source.fixed), &none, 1);
   try {
-    fixed_released_.push_back({static_cast<unsigned>(source.fixed), ring_.sq.sqe_tail});
+    fixed_released_.push_back({static_cast<unsigned>(source.fixed), ring_.sq.sqe_tail - 1});
   } catch (const std::bad_alloc&) {
     // Out of memory: the slot is not reused (the table has one fewer).
   }

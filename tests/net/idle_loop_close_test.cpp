@@ -46,15 +46,6 @@ void accept_one_and_return(event_loop& loop, tcp_listener& listener) {
   });
 }
 
-/// Runs `loop` until `ended` holds a value, for at most 5 s.
-void run_until_set(event_loop& loop, const std::optional<std::error_code>& ended) {
-  loop.block_on([&]() -> corio::task<void> {
-    for (int i = 0; i < 500 && !ended; ++i) {
-      co_await corio::sleep_for(10ms);
-    }
-  });
-}
-
 std::error_code bind_tcp(const endpoint& at) {
   std::error_code error;
   tcp_listener again = tcp_listener::bind(at, {}, error);
@@ -65,6 +56,27 @@ std::error_code bind_udp(const endpoint& at) {
   std::error_code error;
   udp_socket again = udp_socket::bind(at, error);
   return error;
+}
+
+/// Leaves `operation(socket)` waiting in `loop`, which then stops running, and closes the socket on
+/// another thread: the port binds again (`bind_again`) before the loop runs, and once it runs the
+/// operation ends operation_canceled within 5 s.
+template <class Socket, class Operation, class Bind>
+void close_under_waiting_operation(event_loop& loop, Socket& socket, Operation operation, Bind bind_again) {
+  const endpoint at = socket.local_endpoint();
+  std::optional<std::error_code> ended;
+  loop.spawn([&]() -> corio::task<void> { ended = co_await operation(socket); });
+  loop.block_on([]() -> corio::task<void> { co_await corio::sleep_for(5ms); });  // the operation waits
+  std::thread([&] { socket.close(); }).join();
+  std::error_code bound = bind_again(at);
+  EXPECT_FALSE(bound) << bound.message();
+  loop.block_on([&]() -> corio::task<void> {
+    for (int i = 0; i < 500 && !ended; ++i) {
+      co_await corio::sleep_for(10ms);
+    }
+  });
+  ASSERT_TRUE(ended) << "the operation never ended";
+  EXPECT_EQ(*ended, std::errc::operation_canceled) << ended->message();
 }
 
 TYPED_TEST(idle_loop_close, a_listener_closed_on_its_loop_s_thread_between_runs_frees_its_port) {
@@ -96,16 +108,7 @@ TYPED_TEST(idle_loop_close, a_listener_closed_on_another_thread_between_runs_fre
 TYPED_TEST(idle_loop_close, a_listener_closed_under_an_accept_its_idle_loop_holds_frees_its_port) {
   event_loop loop(TestFixture::backend);
   tcp_listener listener = tcp_listener::bind(endpoint::loopback_v4(0));
-  const endpoint at = listener.local_endpoint();
-  std::optional<std::error_code> ended;
-  loop.spawn([&]() -> corio::task<void> { ended = co_await accept_once(listener); });
-  loop.block_on([]() -> corio::task<void> { co_await corio::sleep_for(5ms); });  // the accept waits
-  std::thread([&] { listener.close(); }).join();
-  std::error_code bound = bind_tcp(at);
-  EXPECT_FALSE(bound) << bound.message();
-  run_until_set(loop, ended);
-  ASSERT_TRUE(ended) << "the accept never ended";
-  EXPECT_EQ(*ended, std::errc::operation_canceled) << ended->message();
+  close_under_waiting_operation(loop, listener, accept_once, bind_tcp);
 }
 
 TYPED_TEST(idle_loop_close, a_udp_socket_closed_on_another_thread_between_runs_frees_its_port) {
@@ -125,16 +128,7 @@ TYPED_TEST(idle_loop_close, a_udp_socket_closed_on_another_thread_between_runs_f
 TYPED_TEST(idle_loop_close, a_udp_socket_closed_under_a_receive_its_idle_loop_holds_frees_its_port) {
   event_loop loop(TestFixture::backend);
   udp_socket socket = udp_socket::bind(endpoint::loopback_v4(0));
-  const endpoint at = socket.local_endpoint();
-  std::optional<std::error_code> ended;
-  loop.spawn([&]() -> corio::task<void> { ended = co_await receive_once(socket); });
-  loop.block_on([]() -> corio::task<void> { co_await corio::sleep_for(5ms); });  // the receive waits
-  std::thread([&] { socket.close(); }).join();
-  std::error_code bound = bind_udp(at);
-  EXPECT_FALSE(bound) << bound.message();
-  run_until_set(loop, ended);
-  ASSERT_TRUE(ended) << "the receive never ended";
-  EXPECT_EQ(*ended, std::errc::operation_canceled) << ended->message();
+  close_under_waiting_operation(loop, socket, receive_once, bind_udp);
 }
 
 }  // namespace
