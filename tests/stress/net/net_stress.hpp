@@ -1,0 +1,111 @@
+#pragma once
+// The randomized networking stress test's shared pieces (net_stress_test.cpp runs it). Each round
+// draws a scenario from a seed (executors, clients, message sizes, deadlines, cancellations and closes
+// from tasks and threads, executors destroyed mid-flight) and checks what a user may rely on: every
+// byte echoed in order to the connection that sent it, only documented errors where something was
+// disrupted, every operation ending, and no descriptor left open after the round. The seed fixes the
+// scenario, not the threads' interleaving: a failure names its seed and round, and rerunning that seed
+// (CORIO_STRESS_SEED, CORIO_STRESS_ROUNDS) reproduces it often, not always.
+//
+// Threads: a round's tasks run on one or two executors (an event loop on its own thread, or a runtime of
+// one or two workers); the test's thread disrupts them at planned times. failure_log is the one object
+// every thread writes to.
+#include <corio/event_loop.hpp>
+#include <corio/io_backend.hpp>
+#include <corio/runtime.hpp>
+#include <corio/task.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+namespace corio::stress {
+
+/// A seeded source of choices (splitmix64). Not thread-safe: each task that draws owns one.
+class random {
+ public:
+  explicit random(std::uint64_t seed) noexcept : state_(seed) {}
+  std::uint64_t next() noexcept;
+  /// Uniform in [0, n); 0 when n is 0.
+  std::uint64_t below(std::uint64_t n) noexcept { return n == 0 ? 0 : next() % n; }
+  /// Uniform in [low, high].
+  std::uint64_t between(std::uint64_t low, std::uint64_t high) noexcept { return low + below(high - low + 1); }
+  int between(int low, int high) noexcept {
+    return static_cast<int>(between(static_cast<std::uint64_t>(low), static_cast<std::uint64_t>(high)));
+  }
+  bool chance(double probability) noexcept;
+
+ private:
+  std::uint64_t state_;
+};
+
+/// What went wrong in a run, from any thread. A round names itself first (begin_round), so every
+/// failure carries its seed, round and scenario; `state` describes the round's progress for the
+/// watchdog's report of a hang.
+class failure_log {
+ public:
+  void begin_round(std::uint64_t seed, int round, std::string scenario);
+  void describe_state(std::function<std::string()> state);
+  /// Adds a failure, formatted as by printf.
+  void fail(const char* format, ...) __attribute__((format(printf, 2, 3)));
+  std::vector<std::string> failures() const;
+  /// The current round, its scenario and state: what a hang report prints.
+  std::string current() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::string round_;
+  std::function<std::string()> state_;
+  std::vector<std::string> failures_;
+};
+
+/// The executor a round's tasks run on: an event loop run on its own thread, or a runtime. An
+/// exception that escapes a task is a failure.
+class executor_under_test {
+ public:
+  executor_under_test(io_backend backend, bool event_loop, int workers, failure_log& log);
+  ~executor_under_test() { stop(); }
+  executor_under_test(const executor_under_test&) = delete;
+  executor_under_test& operator=(const executor_under_test&) = delete;
+
+  /// Any thread, before stop(): starts `body` detached.
+  void spawn(task<void> body);
+  /// Stops the loop and joins its thread, or shuts the runtime down (cancelling every task); then
+  /// destroys the executor. Idempotent.
+  void stop();
+  std::string name() const;
+
+ private:
+  std::unique_ptr<corio::event_loop> loop_;
+  std::thread loop_thread_;
+  std::unique_ptr<corio::runtime> runtime_;
+  int workers_;
+};
+
+/// Byte `offset` of client `stream`'s data: every client's stream differs, so bytes that reach
+/// another connection do not match.
+std::byte pattern_byte(std::uint32_t stream, std::uint64_t offset) noexcept;
+
+/// The errors an operation may end with when its task was cancelled, its socket closed or shut down,
+/// or its peer disrupted (README, Limitations): none of them means data was corrupted.
+bool documented_disruption(const std::error_code& error) noexcept;
+
+std::string describe(const std::error_code& error);
+
+/// Polls `done` every 200 us for up to `limit`; whether it became true.
+bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds limit);
+
+/// The rounds. Each returns once every task it started has ended or its executors were destroyed;
+/// `log` gets its scenario and failures.
+void tcp_round(random& choices, io_backend backend, failure_log& log);
+void udp_round(random& choices, io_backend backend, failure_log& log);
+void listener_round(random& choices, io_backend backend, failure_log& log);
+
+}  // namespace corio::stress
