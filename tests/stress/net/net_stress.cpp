@@ -53,8 +53,7 @@ std::string failure_log::current() const {
   return round_ + (state_ ? "\n" + state_() : std::string());
 }
 
-executor_under_test::executor_under_test(io_backend backend, bool event_loop, int workers, failure_log& log)
-    : workers_(event_loop ? 0 : workers) {
+executor_under_test::executor_under_test(io_backend backend, bool event_loop, int workers, failure_log& log) {
   if (event_loop) {
     loop_ = std::make_unique<corio::event_loop>(backend);
     loop_thread_ = std::thread([loop = loop_.get(), &log] {
@@ -82,24 +81,26 @@ executor_under_test::executor_under_test(io_backend backend, bool event_loop, in
 }
 
 void executor_under_test::spawn(task<void> body) {
+  std::lock_guard lock(mutex_);
   if (loop_) {
     loop_->spawn(std::move(body));
-  } else {
+  } else if (runtime_) {
     runtime_->spawn(std::move(body)).detach();
   }
 }
 
 void executor_under_test::stop() {
-  if (loop_) {
-    loop_->stop();
-    loop_thread_.join();
-    loop_.reset();
+  std::unique_ptr<corio::event_loop> loop;
+  std::unique_ptr<corio::runtime> runtime;
+  {
+    std::lock_guard lock(mutex_);  // not held while it stops: its tasks may spawn on the other executor
+    loop = std::move(loop_);
+    runtime = std::move(runtime_);
   }
-  runtime_.reset();
-}
-
-std::string executor_under_test::name() const {
-  return workers_ == 0 ? "loop" : "runtime/" + std::to_string(workers_);
+  if (loop) {
+    loop->stop();
+    loop_thread_.join();
+  }
 }
 
 std::byte pattern_byte(std::uint32_t stream, std::uint64_t offset) noexcept {

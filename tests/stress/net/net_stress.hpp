@@ -75,18 +75,18 @@ class executor_under_test {
   executor_under_test(const executor_under_test&) = delete;
   executor_under_test& operator=(const executor_under_test&) = delete;
 
-  /// Any thread, before stop(): starts `body` detached.
+  /// Any thread, tasks of another executor included: starts `body` detached; once stop() has begun,
+  /// destroys it unstarted instead.
   void spawn(task<void> body);
   /// Stops the loop and joins its thread, or shuts the runtime down (cancelling every task); then
   /// destroys the executor. Idempotent.
   void stop();
-  std::string name() const;
 
  private:
+  std::mutex mutex_;  // over the two pointers: spawn() against stop()
   std::unique_ptr<corio::event_loop> loop_;
   std::thread loop_thread_;
   std::unique_ptr<corio::runtime> runtime_;
-  int workers_;
 };
 
 /// Byte `offset` of client `stream`'s data: every client's stream differs, so bytes that reach

@@ -40,6 +40,11 @@ auto make_read(client_stream& stream, std::span<std::byte> into, std::error_code
   return stream.slots.front().read_some(into, error);
 }
 
+task<std::size_t> make_read_exact(client_stream& stream, std::span<std::byte> into, std::error_code& error) {
+  std::lock_guard lock(stream.mutex);
+  return stream.slots.front().read_exact(into, error);
+}
+
 class client {
  public:
   client(tcp_round_state& round, std::size_t index)
@@ -180,19 +185,13 @@ class client {
       std::size_t wanted = plan_.half_close ? buffer.size() : std::min(buffer.size(), total - received);
       std::span<std::byte> into(buffer.data(), wanted);
       std::error_code error;
-      std::size_t read = 0;
-      if (plan_.read_deadline_us > 0 && expiries < expiries_allowed) {
-        auto reading = make_read(*stream_, into, error);
-        read = co_await corio::with_timeout(microseconds(plan_.read_deadline_us), std::move(reading));
-        if (error == std::errc::timed_out) {
-          if (read != 0) {
-            round_.log.fail("client %zu: a read timed out but returned %zu bytes", index_, read);
-          }
-          ++expiries;
-          continue;
+      std::size_t read = co_await read_once(into, error, expiries < expiries_allowed);
+      if (error == std::errc::timed_out) {
+        if (read != 0) {
+          round_.log.fail("client %zu: a read timed out but returned %zu bytes", index_, read);
         }
-      } else {
-        read = co_await make_read(*stream_, into, error);
+        ++expiries;
+        continue;
       }
       if (error) {
         read_error_ = error;
@@ -209,6 +208,30 @@ class client {
       received += read;
       state_.received = received;
     }
+  }
+
+  // One read_some, or read_exact of all of `into`, under the client's deadline if it has one and
+  // `deadline_left`.
+  task<std::size_t> read_once(std::span<std::byte> into, std::error_code& error, bool deadline_left) {
+    const bool deadline = plan_.read_deadline_us > 0 && deadline_left;
+    const auto limit = microseconds(plan_.read_deadline_us);
+    if (plan_.read_exact) {
+      auto reading = make_read_exact(*stream_, into, error);
+      if (!deadline) {
+        co_return co_await std::move(reading);
+      }
+      try {
+        co_return co_await corio::with_timeout(limit, std::move(reading));
+      } catch (const corio::timed_out&) {
+        error = std::make_error_code(std::errc::timed_out);  // a read_exact that expired read nothing
+      }
+      co_return 0;
+    }
+    auto reading = make_read(*stream_, into, error);
+    if (!deadline) {
+      co_return co_await std::move(reading);
+    }
+    co_return co_await corio::with_timeout(limit, std::move(reading));
   }
 
   bool matches(std::span<const std::byte> read, std::size_t at) {

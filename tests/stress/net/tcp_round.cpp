@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <initializer_list>
 #include <utility>
 
 #include "stress/net/tcp_round.hpp"
@@ -82,6 +83,16 @@ task<void> close_listener_in_task(tcp_round_state& round) {
   close_listener(round);
   --round.running;
   co_return;
+}
+
+// Stops each executor, in the order given, before any is destroyed: an accept loop on one may spawn a
+// connection's task on the other until that one has stopped.
+void stop_in_order(std::initializer_list<executor_under_test*> executors) {
+  for (executor_under_test* each : executors) {
+    if (each != nullptr) {
+      each->stop();
+    }
+  }
 }
 
 // The watchdog's view of the round ends with the round, however it ends.
@@ -159,7 +170,13 @@ void tcp_round(random& choices, io_backend backend, failure_log& log) {
   tcp_round_state round(draw_tcp_scenario(choices, destroy_mid_flight), log);
   const tcp_scenario& plan = round.plan;
   state_described described(log, round);
-  round.listener = tcp_listener::bind(endpoint::loopback_v4(0));
+  std::error_code no_ipv6;
+  if (plan.ipv6) {
+    round.listener = tcp_listener::bind(endpoint::loopback_v6(0), {}, no_ipv6);
+  }
+  if (!plan.ipv6 || no_ipv6) {
+    round.listener = tcp_listener::bind(endpoint::loopback_v4(0));
+  }
   round.at = round.listener.local_endpoint();
 
   auto server = std::make_unique<executor_under_test>(backend, plan.server_on_loop, plan.server_workers, log);
@@ -168,8 +185,11 @@ void tcp_round(random& choices, io_backend backend, failure_log& log) {
     separate = std::make_unique<executor_under_test>(backend, plan.clients_on_loop, plan.client_workers, log);
   }
   round.start = std::chrono::steady_clock::now();
-  round.running = 2;
-  server->spawn(serve(round));
+  round.running = plan.accept_on_both ? 3 : 2;
+  server->spawn(serve(round, separate.get()));
+  if (plan.accept_on_both) {
+    separate->spawn(serve(round, server.get()));
+  }
   (separate ? *separate : *server).spawn(drive_clients(round));
 
   for (const thread_disruption& each : thread_disruptions(plan)) {
@@ -188,9 +208,7 @@ void tcp_round(random& choices, io_backend backend, failure_log& log) {
         break;
       case thread_disruption::destroy:
         round.destroying = true;
-        (plan.destroy_server_first ? server : separate).reset();
-        separate.reset();
-        server.reset();
+        stop_in_order({plan.destroy_server_first ? server.get() : separate.get(), separate.get(), server.get()});
         return;
     }
   }
@@ -209,8 +227,7 @@ void tcp_round(random& choices, io_backend backend, failure_log& log) {
   if (round.connections_open.load() != 0) {
     log.fail("%d server connections still open at the end", round.connections_open.load());
   }
-  separate.reset();
-  server.reset();
+  stop_in_order({separate.get(), server.get()});
 }
 
 void listener_round(random& choices, io_backend backend, failure_log& log) {
@@ -228,7 +245,7 @@ void listener_round(random& choices, io_backend backend, failure_log& log) {
   executor_under_test executor(backend, on_loop, workers, log);
   round.running = accepts;
   for (int each = 0; each < accepts; ++each) {
-    executor.spawn(serve(round));
+    executor.spawn(serve(round, nullptr));
   }
   for (int each = 0; each < connections; ++each) {  // connections closed at once, by a plain socket
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

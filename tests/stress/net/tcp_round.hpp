@@ -3,7 +3,9 @@
 // disrupted at planned times. A scenario (tcp_scenario.cpp) is drawn first; the server
 // (tcp_server.cpp) and the clients (tcp_clients.cpp) then share a tcp_round_state, which the test's
 // thread (tcp_round.cpp) disrupts: it cancels, closes and shuts down sockets, closes the listener, or
-// destroys the executors.
+// destroys the executors. With two executors, both may accept on the listener (on io_uring the one
+// that is not the listener's home is refused, as documented) and a connection may be served by the
+// executor that did not accept it.
 //
 // What is checked: a client nothing disrupted gets its whole stream back, byte for byte, and ends
 // without an error; a disrupted one ends with a documented error only; a framed server sees each
@@ -46,6 +48,7 @@ struct client_plan {
   std::vector<std::size_t> message_ends;  // each write_all ends at one
   bool half_close = false;                // shuts its writing side after the last message, reads to the end
   bool moved_between_writes = false;      // its stream moves (a growing vector) while its read is in flight
+  bool read_exact = false;                // reads with read_exact (never with half_close), else read_some
   int read_deadline_us = 0;               // 0: no deadline
   int write_deadline_us = 0;
   int connect_deadline_us = 0;
@@ -60,12 +63,17 @@ struct tcp_scenario {
   bool separate_client_executor = false;
   bool clients_on_loop = true;
   int client_workers = 1;
+  bool ipv6 = false;    // the listener is on ::1 (on 127.0.0.1 where ::1 cannot be bound)
   bool framed = false;  // the server reads a header and a payload with read_exact, else read_some
   bool nodelay = false;
   int server_read_deadline_us = 0;
   int server_write_deadline_us = 0;
   int accept_deadline_us = 0;
   bool connections_in_scope = false;  // the server's connection tasks: a task_scope, else detached
+  // With a separate client executor: an accept loop runs on each executor (one listener, two
+  // executors), and connections may be served on the executor that did not accept them.
+  bool accept_on_both = false;
+  bool serve_elsewhere = false;
   std::size_t server_buffer = 4096;
   bool clients_in_scope = false;  // the clients: a task_scope, else join handles
   struct server_close {
@@ -135,8 +143,9 @@ struct tcp_round_state {
   std::unique_ptr<std::atomic<int>[]> client_of_port;  // a connected client's local port -> its index
 };
 
-/// The accept loop and its connections; decrements `running` when it ends.
-task<void> serve(tcp_round_state& round);
+/// An accept loop and its connections; decrements `running` when it ends. With `elsewhere` (the
+/// other executor, when the plan says so), about half the connections are served there.
+task<void> serve(tcp_round_state& round, executor_under_test* elsewhere);
 /// Starts every client, makes the task-side disruptions, waits for the clients; then sets
 /// clients_done and decrements `running`.
 task<void> drive_clients(tcp_round_state& round);

@@ -64,6 +64,7 @@ client_plan draw_client(random& choices, std::uint32_t index, std::size_t budget
   }
   client.half_close = choices.chance(0.5);
   client.moved_between_writes = choices.chance(0.2);
+  client.read_exact = !client.half_close && choices.chance(0.3);
   client.read_deadline_us = maybe_deadline_us(choices, 0.2);
   client.write_deadline_us = maybe_deadline_us(choices, 0.15);
   client.connect_deadline_us = maybe_deadline_us(choices, 0.15);
@@ -85,12 +86,15 @@ tcp_scenario draw_tcp_scenario(random& choices, bool destroy_mid_flight) {
   plan.clients_on_loop = choices.chance(0.5);
   plan.client_workers = choices.between(1, 2);
   int clients = choices.chance(0.3) ? choices.between(10, 50) : choices.between(1, 10);
+  plan.ipv6 = choices.chance(0.2);
   plan.framed = choices.chance(0.3);
   plan.nodelay = choices.chance(0.5);
   plan.server_read_deadline_us = maybe_deadline_us(choices, 0.3);
   plan.server_write_deadline_us = maybe_deadline_us(choices, 0.2);
   plan.accept_deadline_us = maybe_deadline_us(choices, 0.25);
   plan.connections_in_scope = choices.chance(0.5);
+  plan.accept_on_both = plan.separate_client_executor && choices.chance(0.3);
+  plan.serve_elsewhere = plan.separate_client_executor && choices.chance(0.3);
   plan.server_buffer = static_cast<std::size_t>(choices.chance(0.5) ? choices.between(1, 64) * 1024 : choices.between(1, 4096));
   plan.clients_in_scope = choices.chance(0.3);
   double disruption_odds = choices.chance(0.5) ? 0.0 : choices.chance(0.5) ? 0.2 : 0.6;
@@ -115,16 +119,17 @@ tcp_scenario draw_tcp_scenario(random& choices, bool destroy_mid_flight) {
 std::string describe(const tcp_scenario& plan) {
   std::size_t disrupted = std::count_if(plan.clients.begin(), plan.clients.end(),
                                         [](const client_plan& each) { return each.disrupted != disruption::none; });
-  char text[512];
+  char text[640];
   std::snprintf(text, sizeof text,
-                "tcp: server on %s/%d, clients on %s/%d, %zu clients (%zu disrupted), framed %d, server buffer %zu, "
-                "deadlines read %d write %d accept %d us, connections in scope %d, clients in scope %d, "
-                "server closes %zu, destroy at %lld us",
+                "tcp: server on %s/%d, clients on %s/%d, %zu clients (%zu disrupted), IPv6 %d, framed %d, server "
+                "buffer %zu, "
+                "deadlines read %d write %d accept %d us, connections in scope %d, accepts on both %d, served "
+                "elsewhere %d, clients in scope %d, server closes %zu, destroy at %lld us",
                 plan.server_on_loop ? "loop" : "runtime", plan.server_workers,
                 !plan.separate_client_executor ? "the same" : plan.clients_on_loop ? "loop" : "runtime",
-                plan.client_workers, plan.clients.size(), disrupted, plan.framed, plan.server_buffer,
+                plan.client_workers, plan.clients.size(), disrupted, plan.ipv6, plan.framed, plan.server_buffer,
                 plan.server_read_deadline_us, plan.server_write_deadline_us, plan.accept_deadline_us,
-                plan.connections_in_scope, plan.clients_in_scope, plan.server_closes.size(),
+                plan.connections_in_scope, plan.accept_on_both, plan.serve_elsewhere, plan.clients_in_scope, plan.server_closes.size(),
                 static_cast<long long>(plan.destroy_at_us));
   return text;
 }

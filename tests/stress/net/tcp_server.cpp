@@ -4,6 +4,7 @@
 // bounded number of times, then without one, so a round always progresses): an expired read or
 // accept must have taken nothing, an expired write_all says how much it sent.
 #include <corio/errors.hpp>
+#include <corio/net/error.hpp>
 #include <corio/scope.hpp>
 #include <corio/time.hpp>
 
@@ -221,7 +222,7 @@ task<void> serve_connection(tcp_round_state& round, std::shared_ptr<server_conne
   --round.running;
 }
 
-task<void> accept_loop(tcp_round_state& round) {
+task<void> accept_loop(tcp_round_state& round, executor_under_test* elsewhere, random& choices) {
   corio::task_scope scope;
   int expiries = 0;
   const int deadline_us = round.plan.accept_deadline_us;
@@ -246,7 +247,12 @@ task<void> accept_loop(tcp_round_state& round) {
     }
     if (error) {
       bool closed = round.listener_closing.load() || round.destroying.load();
-      if (!closed || (error != std::errc::operation_canceled && error != std::errc::bad_file_descriptor)) {
+      // README, Networking: on io_uring, a listener's accepts come from its home's multishot accept,
+      // so an accept loop on the other executor is refused (the first one to accept is the home).
+      bool refused_elsewhere = round.plan.accept_on_both && error == corio::net::errc::served_by_another_reactor;
+      bool ended_by_close =
+          closed && (error == std::errc::operation_canceled || error == std::errc::bad_file_descriptor);
+      if (!refused_elsewhere && !ended_by_close) {
         round.log.fail("server: accept ended with %s (listener closing: %d)", describe(error).c_str(), closed);
       }
       break;
@@ -263,7 +269,9 @@ task<void> accept_loop(tcp_round_state& round) {
     }
     ++round.connections_open;
     ++round.running;
-    if (round.plan.connections_in_scope) {
+    if (elsewhere != nullptr && choices.chance(0.5)) {
+      elsewhere->spawn(serve_connection(round, std::move(served)));  // dropped if it is being destroyed
+    } else if (round.plan.connections_in_scope) {
       scope.spawn(serve_connection(round, std::move(served)));
     } else {
       corio::spawn(serve_connection(round, std::move(served))).detach();
@@ -274,9 +282,10 @@ task<void> accept_loop(tcp_round_state& round) {
 
 }  // namespace
 
-task<void> serve(tcp_round_state& round) {
+task<void> serve(tcp_round_state& round, executor_under_test* elsewhere) {
+  random choices(round.plan.clients.size());
   try {
-    co_await accept_loop(round);
+    co_await accept_loop(round, round.plan.serve_elsewhere ? elsewhere : nullptr, choices);
   } catch (const corio::cancelled&) {
   } catch (const std::exception& error) {
     if (!round.destroying.load()) {
