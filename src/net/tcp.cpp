@@ -162,11 +162,11 @@ std::unique_ptr<tcp_stream::state> tcp_stream::state_for(int fd) {
 // received), it puts back what the earlier steps read, ahead of that: the stream loses nothing.
 // A stream destroyed under it (a misuse) took its stash along: then the bytes are dropped, and the
 // stream is never touched (keep_while_open). One moved under it took its stash along too (it is not
-// in the object, and was captured here once): the bytes go to it in its new place.
-task<std::size_t> tcp_stream::read_exact_into(std::span<std::byte> buffer, std::error_code* error) {
-  const corio::detail::socket_id socket = socket_.id();
-  corio::detail::read_stash* const stash = this->stash();
-  std::atomic<corio::detail::io_source*>* const source = this->source();
+// in the object): the bytes go to it in its new place. What it uses of the stream is captured when
+// read_exact is called, not when the task starts, so the stream may move in between as well.
+task<std::size_t> tcp_stream::read_exact_into(corio::detail::socket_id socket, corio::detail::read_stash* stash,
+                                              std::atomic<corio::detail::io_source*>* source,
+                                              std::span<std::byte> buffer, std::error_code* error) {
   auto keep_read = [&](std::size_t count) {
     if (stash != nullptr) {  // none: the stream has no socket, and read nothing
       corio::detail::keep_while_open(socket, [&] { stash->keep_front(buffer.first(count)); });
@@ -204,10 +204,12 @@ task<std::size_t> tcp_stream::read_exact_into(std::span<std::byte> buffer, std::
   co_return done;
 }
 
-task<std::size_t> tcp_stream::read_exact(std::span<std::byte> buffer) { return read_exact_into(buffer, nullptr); }
+task<std::size_t> tcp_stream::read_exact(std::span<std::byte> buffer) {
+  return read_exact_into(socket_.id(), stash(), source(), buffer, nullptr);
+}
 
 task<std::size_t> tcp_stream::read_exact(std::span<std::byte> buffer, std::error_code& error) {
-  return read_exact_into(buffer, &error);
+  return read_exact_into(socket_.id(), stash(), source(), buffer, &error);
 }
 
 void tcp_stream::shutdown(int how) {

@@ -143,7 +143,9 @@ class tcp_stream {
   /// Fills `buffer` completely. If the peer closes first: throws std::system_error with
   /// errc::end_of_stream (the error_code form stores it); yields how many bytes it read either way.
   /// Cancel-safe like read_some: cancelled or timed out, it consumed nothing (the bytes it had read
-  /// are returned by the stream's next read) and the error_code form yields 0.
+  /// are returned by the stream's next read) and the error_code form yields 0. Like read_some's
+  /// awaiter, the task takes what it needs of the stream when it is made: the stream may be moved
+  /// (into a vector that grows) before the task is awaited or while it runs.
   task<std::size_t> read_exact(std::span<std::byte> buffer);
   task<std::size_t> read_exact(std::span<std::byte> buffer, std::error_code& error);
 
@@ -208,7 +210,9 @@ class tcp_stream {
   static constexpr const char* write_all_name = "corio::net::tcp_stream::write_all";
   static constexpr const char* read_exact_name = "corio::net::tcp_stream::read_exact";
 
-  task<std::size_t> read_exact_into(std::span<std::byte> buffer, std::error_code* error);
+  static task<std::size_t> read_exact_into(corio::detail::socket_id socket, corio::detail::read_stash* stash,
+                                           std::atomic<corio::detail::io_source*>* source,
+                                           std::span<std::byte> buffer, std::error_code* error);
   static task<tcp_stream> connect_each(std::vector<endpoint> peers, std::error_code* error);
   static task<tcp_stream> connect_to_host(std::string host, std::uint16_t port, std::error_code* error);
 
