@@ -10,10 +10,12 @@
 // Threads: a round's tasks run on one or two executors (an event loop on its own thread, or a runtime of
 // one or two workers); the test's thread disrupts them at planned times. failure_log is the one object
 // every thread writes to.
+#include <corio/errors.hpp>
 #include <corio/event_loop.hpp>
 #include <corio/io_backend.hpp>
 #include <corio/runtime.hpp>
 #include <corio/task.hpp>
+#include <corio/time.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -98,6 +100,23 @@ std::byte pattern_byte(std::uint32_t stream, std::uint64_t offset) noexcept;
 bool documented_disruption(const std::error_code& error) noexcept;
 
 std::string describe(const std::error_code& error);
+
+/// Awaits `operation` (a socket operation in its error_code form, or a task of them that stores into
+/// `error`) under a deadline of `deadline_us` microseconds, or with none if that is 0. An expiry reads
+/// as the error_code form reports it, std::errc::timed_out in `error`, for a task too (with_timeout
+/// ends a task by throwing corio::timed_out); the task then yields `Result{}`.
+template <class Result, class Operation>
+task<Result> within_deadline(int deadline_us, Operation operation, std::error_code& error) {
+  if (deadline_us <= 0) {
+    co_return co_await std::move(operation);
+  }
+  try {
+    co_return co_await corio::with_timeout(std::chrono::microseconds(deadline_us), std::move(operation));
+  } catch (const corio::timed_out&) {
+    error = std::make_error_code(std::errc::timed_out);
+  }
+  co_return Result{};
+}
 
 /// Polls `done` every 200 us for up to `limit`; whether it became true.
 bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds limit);

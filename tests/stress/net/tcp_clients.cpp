@@ -81,13 +81,9 @@ class client {
   task<std::optional<tcp_stream>> connect() {
     for (int attempts = 0;; ++attempts) {
       std::error_code error;
-      tcp_stream connected;
-      if (plan_.connect_deadline_us > 0 && attempts < connect_attempts_allowed) {
-        auto connecting = tcp_stream::connect(round_.at, error);
-        connected = co_await corio::with_timeout(microseconds(plan_.connect_deadline_us), std::move(connecting));
-      } else {
-        connected = co_await tcp_stream::connect(round_.at, error);
-      }
+      auto connecting = tcp_stream::connect(round_.at, error);
+      tcp_stream connected = co_await within_deadline<tcp_stream>(
+          attempts < connect_attempts_allowed ? plan_.connect_deadline_us : 0, std::move(connecting), error);
       if (!error) {
         if (!connected.is_open()) {
           round_.log.fail("client %zu: connect succeeded with a closed stream", index_);
@@ -141,14 +137,10 @@ class client {
       }
       std::error_code error;
       std::span<const std::byte> rest(plan_.stream.data() + sent, end - sent);
-      std::size_t wrote = 0;
-      if (plan_.write_deadline_us > 0 && expiries < expiries_allowed) {
-        auto writing = make_write(*stream_, rest, error);
-        wrote = co_await corio::with_timeout(microseconds(plan_.write_deadline_us), std::move(writing));
-        ++expiries;
-      } else {
-        wrote = co_await make_write(*stream_, rest, error);
-      }
+      const int limit = expiries < expiries_allowed ? plan_.write_deadline_us : 0;
+      expiries += limit > 0;  // every write under a deadline counts: one may expire after sending some
+      auto writing = make_write(*stream_, rest, error);
+      std::size_t wrote = co_await within_deadline<std::size_t>(limit, std::move(writing), error);
       if (wrote > rest.size()) {
         round_.log.fail("client %zu: write_all says it wrote %zu of %zu bytes", index_, wrote, rest.size());
       }
@@ -213,25 +205,13 @@ class client {
   // One read_some, or read_exact of all of `into`, under the client's deadline if it has one and
   // `deadline_left`.
   task<std::size_t> read_once(std::span<std::byte> into, std::error_code& error, bool deadline_left) {
-    const bool deadline = plan_.read_deadline_us > 0 && deadline_left;
-    const auto limit = microseconds(plan_.read_deadline_us);
+    const int limit = deadline_left ? plan_.read_deadline_us : 0;
     if (plan_.read_exact) {
       auto reading = make_read_exact(*stream_, into, error);
-      if (!deadline) {
-        co_return co_await std::move(reading);
-      }
-      try {
-        co_return co_await corio::with_timeout(limit, std::move(reading));
-      } catch (const corio::timed_out&) {
-        error = std::make_error_code(std::errc::timed_out);  // a read_exact that expired read nothing
-      }
-      co_return 0;
+      co_return co_await within_deadline<std::size_t>(limit, std::move(reading), error);
     }
     auto reading = make_read(*stream_, into, error);
-    if (!deadline) {
-      co_return co_await std::move(reading);
-    }
-    co_return co_await corio::with_timeout(limit, std::move(reading));
+    co_return co_await within_deadline<std::size_t>(limit, std::move(reading), error);
   }
 
   bool matches(std::span<const std::byte> read, std::size_t at) {

@@ -6,7 +6,6 @@
 #include <corio/errors.hpp>
 #include <corio/net/error.hpp>
 #include <corio/scope.hpp>
-#include <corio/time.hpp>
 
 #include <cstring>
 #include <memory>
@@ -19,7 +18,6 @@ namespace corio::stress {
 namespace {
 
 using corio::net::tcp_stream;
-using std::chrono::microseconds;
 
 constexpr int expiries_allowed = 2000;  // per connection, then operations run without deadlines
 constexpr int accept_expiries_allowed = 20000;
@@ -53,16 +51,12 @@ class connection {
     std::span<std::byte> into(buffer_.data(), round_.plan.server_buffer);
     for (;;) {
       std::error_code error;
-      std::size_t read = 0;
-      if (deadline(round_.plan.server_read_deadline_us)) {
-        auto reading = stream_.read_some(into, error);
-        read = co_await corio::with_timeout(microseconds(round_.plan.server_read_deadline_us), std::move(reading));
-        if (error == std::errc::timed_out) {
-          expired(read, "read_some");
-          continue;
-        }
-      } else {
-        read = co_await stream_.read_some(into, error);
+      auto reading = stream_.read_some(into, error);
+      std::size_t read = co_await within_deadline<std::size_t>(deadline_us(round_.plan.server_read_deadline_us),
+                                                               std::move(reading), error);
+      if (error == std::errc::timed_out) {
+        expired(read, "read_some");
+        continue;
       }
       check_end(error);
       served_.in += read;
@@ -89,20 +83,12 @@ class connection {
   task<bool> read_exactly(std::span<std::byte> into) {
     for (;;) {
       std::error_code error;
-      std::size_t read = 0;
-      if (deadline(round_.plan.server_read_deadline_us)) {
-        auto reading = stream_.read_exact(into, error);
-        try {
-          read = co_await corio::with_timeout(microseconds(round_.plan.server_read_deadline_us), std::move(reading));
-        } catch (const corio::timed_out&) {
-          error = std::make_error_code(std::errc::timed_out);
-        }
-        if (error == std::errc::timed_out) {
-          expired(read, "read_exact");
-          continue;
-        }
-      } else {
-        read = co_await stream_.read_exact(into, error);
+      auto reading = stream_.read_exact(into, error);
+      std::size_t read = co_await within_deadline<std::size_t>(deadline_us(round_.plan.server_read_deadline_us),
+                                                               std::move(reading), error);
+      if (error == std::errc::timed_out) {
+        expired(read, "read_exact");
+        continue;
       }
       if (error) {
         check_end(error);
@@ -149,14 +135,10 @@ class connection {
     while (sent < size) {
       std::error_code error;
       std::span<const std::byte> rest(buffer_.data() + sent, size - sent);
-      std::size_t wrote = 0;
-      if (deadline(round_.plan.server_write_deadline_us)) {
-        auto writing = stream_.write_all(rest, error);
-        wrote = co_await corio::with_timeout(microseconds(round_.plan.server_write_deadline_us), std::move(writing));
-        ++expiries_;
-      } else {
-        wrote = co_await stream_.write_all(rest, error);
-      }
+      const int limit = deadline_us(round_.plan.server_write_deadline_us);
+      expiries_ += limit > 0;  // every write under a deadline counts: one may expire after sending some
+      auto writing = stream_.write_all(rest, error);
+      std::size_t wrote = co_await within_deadline<std::size_t>(limit, std::move(writing), error);
       if (wrote > rest.size()) {
         round_.log.fail("server: write_all says it wrote %zu of %zu bytes", wrote, rest.size());
       }
@@ -181,7 +163,8 @@ class connection {
            round_.clients[static_cast<std::size_t>(client)]->disrupted.load();
   }
 
-  bool deadline(int deadline_us) const { return deadline_us > 0 && expiries_ < expiries_allowed; }
+  // The deadline an operation runs under: the planned one until the connection used up its expiries.
+  int deadline_us(int planned) const { return expiries_ < expiries_allowed ? planned : 0; }
 
   void expired(std::size_t read, const char* operation) {
     if (read != 0) {
@@ -228,22 +211,18 @@ task<void> accept_loop(tcp_round_state& round, executor_under_test* elsewhere, r
   const int deadline_us = round.plan.accept_deadline_us;
   for (;;) {
     std::error_code error;
-    tcp_stream accepted;
-    if (deadline_us > 0 && expiries < accept_expiries_allowed) {
-      auto accepting = round.listener.accept(error);
-      accepted = co_await corio::with_timeout(microseconds(deadline_us), std::move(accepting));
-      if (error == std::errc::timed_out) {
-        if (accepted.is_open()) {
-          round.log.fail("server: an accept timed out but returned a connection");
-        }
-        ++expiries;
-        if (round.listener_closing.load()) {
-          break;
-        }
-        continue;
+    auto accepting = round.listener.accept(error);
+    tcp_stream accepted = co_await within_deadline<tcp_stream>(
+        expiries < accept_expiries_allowed ? deadline_us : 0, std::move(accepting), error);
+    if (error == std::errc::timed_out) {
+      if (accepted.is_open()) {
+        round.log.fail("server: an accept timed out but returned a connection");
       }
-    } else {
-      accepted = co_await round.listener.accept(error);
+      ++expiries;
+      if (round.listener_closing.load()) {
+        break;
+      }
+      continue;
     }
     if (error) {
       bool closed = round.listener_closing.load() || round.destroying.load();

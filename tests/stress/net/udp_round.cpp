@@ -97,13 +97,7 @@ task<void> receive(udp_round_state& round, std::size_t index) {
     corio::net::datagram got;
     receive_style style = expiries < expiries_allowed ? round.styles[index] : receive_style::plain;
     auto receiving = socket.recv_from(buffer, error);
-    if (style == receive_style::deadline) {
-      got = co_await corio::with_timeout(microseconds(round.deadline_us), std::move(receiving));
-      if (error == std::errc::timed_out) {
-        ++expiries;
-        continue;
-      }
-    } else if (style == receive_style::raced_with_sleep) {
+    if (style == receive_style::raced_with_sleep) {
       auto sleeping = corio::sleep_for(microseconds(round.deadline_us));
       auto first = co_await corio::when_any(std::move(receiving), std::move(sleeping));
       if (first.index() == 1) {
@@ -112,7 +106,12 @@ task<void> receive(udp_round_state& round, std::size_t index) {
       }
       got = std::get<0>(first);
     } else {
-      got = co_await std::move(receiving);
+      got = co_await within_deadline<corio::net::datagram>(
+          style == receive_style::deadline ? round.deadline_us : 0, std::move(receiving), error);
+      if (error == std::errc::timed_out) {
+        ++expiries;
+        continue;
+      }
     }
     if (error) {
       if (error != std::errc::operation_canceled && error != std::errc::bad_file_descriptor) {
@@ -134,11 +133,8 @@ task<void> send(udp_round_state& round, std::uint64_t seed, int count) {
                   static_cast<std::size_t>(choices.between(12, choices.chance(0.1) ? 8000 : 600)));
     std::error_code error;
     auto sending = round.sender.send_to(datagram, round.addresses[to], error);
-    if (choices.chance(0.3)) {
-      co_await corio::with_timeout(microseconds(choices.between(10, 500)), std::move(sending));
-    } else {
-      co_await std::move(sending);
-    }
+    co_await within_deadline<std::size_t>(choices.chance(0.3) ? choices.between(10, 500) : 0, std::move(sending),
+                                          error);
     if (error == std::errc::operation_canceled) {
       co_return;
     }
