@@ -204,12 +204,14 @@ task<std::size_t> tcp_stream::read_exact_into(corio::detail::socket_id socket, c
   co_return done;
 }
 
-task<std::size_t> tcp_stream::read_exact(std::span<std::byte> buffer) {
-  return read_exact_into(socket_.id(), stash(), source(), buffer, nullptr);
+corio::detail::read_exact_awaiter tcp_stream::read_exact(std::span<std::byte> buffer) {
+  corio::detail::socket_id socket = socket_.id();
+  return {read_exact_into(socket, stash(), source(), buffer, nullptr), socket, stash(), buffer, nullptr};
 }
 
-task<std::size_t> tcp_stream::read_exact(std::span<std::byte> buffer, std::error_code& error) {
-  return read_exact_into(socket_.id(), stash(), source(), buffer, &error);
+corio::detail::read_exact_awaiter tcp_stream::read_exact(std::span<std::byte> buffer, std::error_code& error) {
+  corio::detail::socket_id socket = socket_.id();
+  return {read_exact_into(socket, stash(), source(), buffer, &error), socket, stash(), buffer, &error};
 }
 
 void tcp_stream::shutdown(int how) {

@@ -148,7 +148,7 @@ TYPED_TEST(move_under_operation, an_accept_waiting_on_a_moved_listener_gets_the_
   });
 }
 
-// read_exact is a task: it starts when awaited. What it reads through is taken when it is made, so
+// read_exact's reading runs in a task that starts when awaited. What it reads through is taken when it is made, so
 // the stream may move (and its old object be freed) in between. Before, the task read the object when
 // it started: a stream moved meanwhile was read through its freed object (ASan: heap-use-after-free,
 // a randomized stress run whose reader's stream moved into a growing vector).
@@ -157,7 +157,7 @@ TYPED_TEST(move_under_operation, a_read_exact_made_before_its_stream_moves_reads
     auto [client, server] = co_await connected_pair();
     auto owned = std::make_unique<tcp_stream>(std::move(server));
     std::string got(5, '\0');
-    corio::task<std::size_t> reading = owned->read_exact(std::as_writable_bytes(std::span(got)));
+    auto reading = owned->read_exact(std::as_writable_bytes(std::span(got)));
     tcp_stream moved;
     move_and_free(owned, moved);
     co_await client.write_all(bytes("hello"));

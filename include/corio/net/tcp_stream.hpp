@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include <corio/detail/read_exact_awaiter.hpp>
 #include <corio/detail/socket.hpp>
 #include <corio/net/endpoint.hpp>
 #include <corio/net/error.hpp>
@@ -143,11 +144,14 @@ class tcp_stream {
   /// Fills `buffer` completely. If the peer closes first: throws std::system_error with
   /// errc::end_of_stream (the error_code form stores it); yields how many bytes it read either way.
   /// Cancel-safe like read_some: cancelled or timed out, it consumed nothing (the bytes it had read
-  /// are returned by the stream's next read) and the error_code form yields 0. Like read_some's
-  /// awaiter, the task takes what it needs of the stream when it is made: the stream may be moved
-  /// (into a vector that grows) before the task is awaited or while it runs.
-  task<std::size_t> read_exact(std::span<std::byte> buffer);
-  task<std::size_t> read_exact(std::span<std::byte> buffer, std::error_code& error);
+  /// are returned by the stream's next read) and the error_code form yields 0; that holds for one that
+  /// finished reading as its task was being cancelled too, and for one that loses a when_any on any
+  /// executor. An awaitable (a task inside, detail/read_exact_awaiter.hpp), not a task: await it, race
+  /// it in when_any, or bound it with with_timeout; wrap it in a task to spawn it. Like read_some's
+  /// awaiter, it takes what it needs of the stream when it is made: the stream may be moved (into a
+  /// vector that grows) before it is awaited or while it runs.
+  corio::detail::read_exact_awaiter read_exact(std::span<std::byte> buffer);
+  corio::detail::read_exact_awaiter read_exact(std::span<std::byte> buffer, std::error_code& error);
 
   /// Writes all of `data`, however many writes that takes (the reactor issues them; the task resumes
   /// once); a slow reader suspends the task (the kernel's send buffer is the only buffer: memory stays

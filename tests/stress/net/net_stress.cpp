@@ -25,7 +25,13 @@ bool random::chance(double probability) noexcept {
 void failure_log::begin_round(std::uint64_t seed, int round, std::string scenario) {
   std::lock_guard lock(mutex_);
   round_ = "seed " + std::to_string(seed) + " round " + std::to_string(round) + " (" + scenario + ")";
+  scenario_.clear();
   state_ = nullptr;
+}
+
+void failure_log::describe_scenario(const std::string& scenario) {
+  std::lock_guard lock(mutex_);
+  scenario_ = scenario;
 }
 
 void failure_log::describe_state(std::function<std::string()> state) {
@@ -40,7 +46,7 @@ void failure_log::fail(const char* format, ...) {
   std::vsnprintf(text, sizeof text, format, arguments);
   va_end(arguments);
   std::lock_guard lock(mutex_);
-  failures_.push_back(round_ + ": " + text);
+  failures_.push_back(round_ + ": " + text + (scenario_.empty() ? "" : "\n  in " + scenario_));
 }
 
 std::vector<std::string> failure_log::failures() const {
@@ -50,7 +56,7 @@ std::vector<std::string> failure_log::failures() const {
 
 std::string failure_log::current() const {
   std::lock_guard lock(mutex_);
-  return round_ + (state_ ? "\n" + state_() : std::string());
+  return round_ + (scenario_.empty() ? "" : "\n" + scenario_) + (state_ ? "\n" + state_() : std::string());
 }
 
 executor_under_test::executor_under_test(io_backend backend, bool event_loop, int workers, failure_log& log) {

@@ -16,6 +16,7 @@
 #include <corio/runtime.hpp>
 #include <corio/task.hpp>
 #include <corio/time.hpp>
+#include <corio/when_any.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -26,6 +27,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <variant>
 #include <vector>
 
 namespace corio::stress {
@@ -54,6 +56,8 @@ class random {
 class failure_log {
  public:
   void begin_round(std::uint64_t seed, int round, std::string scenario);
+  /// The round's scenario in full, once drawn: failures from here on carry it.
+  void describe_scenario(const std::string& scenario);
   void describe_state(std::function<std::string()> state);
   /// Adds a failure, formatted as by printf.
   void fail(const char* format, ...) __attribute__((format(printf, 2, 3)));
@@ -64,6 +68,7 @@ class failure_log {
  private:
   mutable std::mutex mutex_;
   std::string round_;
+  std::string scenario_;  // empty until describe_scenario
   std::function<std::string()> state_;
   std::vector<std::string> failures_;
 };
@@ -116,6 +121,36 @@ task<Result> within_deadline(int deadline_us, Operation operation, std::error_co
     error = std::make_error_code(std::errc::timed_out);
   }
   co_return Result{};
+}
+
+/// within_deadline, raced in when_any against a sleep of `race_us` microseconds (none if 0), as a
+/// select on an operation and a timer is (Go's select with time.After, tokio::select! with a sleep):
+/// when_any cancels whichever loses. The operation is its operand itself, or with_timeout's awaitable
+/// around it, never a task of the test's: a task that finished reading as it lost would drop what it
+/// read (README, Limitations, when_any), which is not what this tests. A sleep that wins reads as an
+/// expiry (std::errc::timed_out in `error`, `Result{}`), whatever the cancelled operation stored there.
+template <class Result, class Operation>
+task<Result> within_limits(int deadline_us, int race_us, Operation operation, std::error_code& error) {
+  if (race_us <= 0) {
+    co_return co_await within_deadline<Result>(deadline_us, std::move(operation), error);
+  }
+  auto sleeping = corio::sleep_for(std::chrono::microseconds(race_us));
+  std::variant<Result, std::monostate> first;
+  try {
+    if (deadline_us <= 0) {
+      first = co_await corio::when_any(std::move(operation), std::move(sleeping));
+    } else {
+      first = co_await corio::when_any(corio::with_timeout(std::chrono::microseconds(deadline_us), std::move(operation)),
+                                       std::move(sleeping));
+    }
+  } catch (const corio::timed_out&) {
+    first.template emplace<1>();
+  }
+  if (first.index() == 1) {
+    error = std::make_error_code(std::errc::timed_out);
+    co_return Result{};
+  }
+  co_return std::move(std::get<0>(first));
 }
 
 /// Polls `done` every 200 us for up to `limit`; whether it became true.

@@ -6,9 +6,15 @@
 // test catches that one within its default rounds when the fix is taken out) and a new connection's
 // first bytes read by a closed stream's multishot recv (a registered-file slot reused too soon: a
 // narrow window, seen in 7 of 40 runs of one seed, which close_under_operation_test now holds
-// deterministically).
+// deterministically). Its reads raced against sleeps in when_any first lost bytes on two-worker
+// runtimes through a task of the test's own around each read (when_any drops a task operand that
+// finished as another won: README, Limitations; the races now use the read, or with_timeout around it,
+// as their operand); the same window in read_exact, whose reading is a task, is closed
+// (detail/read_exact_awaiter.hpp) and held by cancel_safe_read_test.
 //
-// CORIO_STRESS_SEED replaces the fixed seeds, CORIO_STRESS_ROUNDS the number of rounds (default 150).
+// CORIO_STRESS_SEED replaces the fixed seeds, CORIO_STRESS_ROUNDS the number of rounds (default 150), and
+// CORIO_STRESS_FIRST_ROUND starts there (a round's scenario depends on the seed and its number only, so
+// a failure's round reruns alone).
 #include <dirent.h>
 #include <unistd.h>
 
@@ -105,13 +111,13 @@ class watchdog {
   std::thread thread_;
 };
 
-void run_rounds(corio::io_backend backend, std::uint64_t seed, int rounds) {
+void run_rounds(corio::io_backend backend, std::uint64_t seed, int first_round, int rounds) {
   std::signal(SIGPIPE, SIG_IGN);
   failure_log log;
   watchdog guard(log);
   const int descriptors_before = open_descriptors();
   int descriptors_allowed = descriptors_before;
-  for (int round = 0; round < rounds; ++round) {
+  for (int round = first_round; round < first_round + rounds; ++round) {
     random choices(seed * 0x2545F4914F6CDD1Dull + static_cast<std::uint64_t>(round));
     auto kind = choices.below(10);
     log.begin_round(seed, round, kind < 7 ? "tcp" : kind < 9 ? "udp" : "listener");
@@ -153,8 +159,9 @@ TYPED_TEST(net_stress, seeded_rounds_keep_every_byte_end_every_operation_and_lea
     path_seed = path_seed * 31 + static_cast<unsigned char>(letter);
   }
   std::uint64_t seed = environment_number("CORIO_STRESS_SEED", path_seed);
+  int first_round = static_cast<int>(environment_number("CORIO_STRESS_FIRST_ROUND", 0));
   int rounds = static_cast<int>(environment_number("CORIO_STRESS_ROUNDS", 150));
-  run_rounds(TestFixture::backend, seed, rounds);
+  run_rounds(TestFixture::backend, seed, first_round, rounds);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -40,7 +41,7 @@ auto make_read(client_stream& stream, std::span<std::byte> into, std::error_code
   return stream.slots.front().read_some(into, error);
 }
 
-task<std::size_t> make_read_exact(client_stream& stream, std::span<std::byte> into, std::error_code& error) {
+auto make_read_exact(client_stream& stream, std::span<std::byte> into, std::error_code& error) {
   std::lock_guard lock(stream.mutex);
   return stream.slots.front().read_exact(into, error);
 }
@@ -202,16 +203,17 @@ class client {
     }
   }
 
-  // One read_some, or read_exact of all of `into`, under the client's deadline if it has one and
-  // `deadline_left`.
-  task<std::size_t> read_once(std::span<std::byte> into, std::error_code& error, bool deadline_left) {
-    const int limit = deadline_left ? plan_.read_deadline_us : 0;
+  // One read_some, or read_exact of all of `into`, under the client's deadline and racing its sleep
+  // if it has them and `limits_left`.
+  task<std::size_t> read_once(std::span<std::byte> into, std::error_code& error, bool limits_left) {
+    const int limit = limits_left ? plan_.read_deadline_us : 0;
+    const int race = limits_left ? plan_.read_race_us : 0;
     if (plan_.read_exact) {
       auto reading = make_read_exact(*stream_, into, error);
-      co_return co_await within_deadline<std::size_t>(limit, std::move(reading), error);
+      co_return co_await within_limits<std::size_t>(limit, race, std::move(reading), error);
     }
     auto reading = make_read(*stream_, into, error);
-    co_return co_await within_deadline<std::size_t>(limit, std::move(reading), error);
+    co_return co_await within_limits<std::size_t>(limit, race, std::move(reading), error);
   }
 
   bool matches(std::span<const std::byte> read, std::size_t at) {
@@ -223,13 +225,25 @@ class client {
     auto differs = std::mismatch(read.begin(), read.end(), plan_.stream.begin() + static_cast<std::ptrdiff_t>(at));
     if (differs.first != read.end()) {
       std::size_t offset = at + static_cast<std::size_t>(differs.first - read.begin());
-      round_.log.fail("client %zu: byte %zu of %zu came back as %02x, sent as %02x (a read of %zu; %llu sent)", index_,
-                      offset, plan_.stream.size(), static_cast<unsigned>(*differs.first),
+      round_.log.fail("client %zu: byte %zu of %zu came back as %02x, sent as %02x (a read of %zu; %llu sent; %s)",
+                      index_, offset, plan_.stream.size(), static_cast<unsigned>(*differs.first),
                       static_cast<unsigned>(*differs.second), read.size(),
-                      static_cast<unsigned long long>(state_.sent.load()));
+                      static_cast<unsigned long long>(state_.sent.load()),
+                      where_sent(read.subspan(static_cast<std::size_t>(differs.first - read.begin()))).c_str());
       return false;
     }
     return true;
+  }
+
+  // Where in this client's stream the bytes that came back instead were sent: a shift says bytes were
+  // lost (ahead) or repeated (behind); none, that they are not this client's.
+  std::string where_sent(std::span<const std::byte> wrong) const {
+    wrong = wrong.first(std::min<std::size_t>(wrong.size(), 16));
+    auto found = std::search(plan_.stream.begin(), plan_.stream.end(), wrong.begin(), wrong.end());
+    if (wrong.size() < 4 || found == plan_.stream.end()) {
+      return "not from this client's stream";
+    }
+    return "they were sent at byte " + std::to_string(found - plan_.stream.begin());
   }
 
   void check_outcome() {

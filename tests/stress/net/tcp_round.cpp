@@ -169,6 +169,7 @@ void tcp_round(random& choices, io_backend backend, failure_log& log) {
   bool destroy_mid_flight = choices.chance(2.0 / 7.0);
   tcp_round_state round(draw_tcp_scenario(choices, destroy_mid_flight), log);
   const tcp_scenario& plan = round.plan;
+  log.describe_scenario(describe(plan));
   state_described described(log, round);
   std::error_code no_ipv6;
   if (plan.ipv6) {
@@ -238,6 +239,10 @@ void listener_round(random& choices, io_backend backend, failure_log& log) {
   int accepts = choices.between(1, 3);
   int connections = choices.between(0, 5);
   auto close_after = microseconds(choices.between(0, 5000));
+  log.describe_scenario("listener: on " + std::string(on_loop ? "loop" : "runtime") + "/" + std::to_string(workers) +
+                        ", " + std::to_string(accepts) + " accept loops, accept deadline " +
+                        std::to_string(plan.accept_deadline_us) + " us, " + std::to_string(connections) +
+                        " connections, closed after " + std::to_string(close_after.count()) + " us");
   tcp_round_state round(std::move(plan), log);
   state_described described(log, round);
   round.listener = tcp_listener::bind(endpoint::loopback_v4(0));

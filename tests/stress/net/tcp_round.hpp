@@ -52,6 +52,7 @@ struct client_plan {
   int read_deadline_us = 0;               // 0: no deadline
   int write_deadline_us = 0;
   int connect_deadline_us = 0;
+  int read_race_us = 0;                   // > 0: each read races a sleep this long in when_any; 0: none
   std::size_t read_chunk = 4096;
   disruption disrupted = disruption::none;
   std::int64_t disrupted_at_us = -1;
@@ -69,6 +70,8 @@ struct tcp_scenario {
   int server_read_deadline_us = 0;
   int server_write_deadline_us = 0;
   int accept_deadline_us = 0;
+  int server_read_race_us = 0;  // > 0: the server's reads race a sleep this long in when_any
+  int accept_race_us = 0;       // likewise its accepts
   bool connections_in_scope = false;  // the server's connection tasks: a task_scope, else detached
   // With a separate client executor: an accept loop runs on each executor (one listener, two
   // executors), and connections may be served on the executor that did not accept them.

@@ -52,8 +52,9 @@ class connection {
     for (;;) {
       std::error_code error;
       auto reading = stream_.read_some(into, error);
-      std::size_t read = co_await within_deadline<std::size_t>(deadline_us(round_.plan.server_read_deadline_us),
-                                                               std::move(reading), error);
+      std::size_t read = co_await within_limits<std::size_t>(deadline_us(round_.plan.server_read_deadline_us),
+                                                             deadline_us(round_.plan.server_read_race_us),
+                                                             std::move(reading), error);
       if (error == std::errc::timed_out) {
         expired(read, "read_some");
         continue;
@@ -84,8 +85,9 @@ class connection {
     for (;;) {
       std::error_code error;
       auto reading = stream_.read_exact(into, error);
-      std::size_t read = co_await within_deadline<std::size_t>(deadline_us(round_.plan.server_read_deadline_us),
-                                                               std::move(reading), error);
+      std::size_t read = co_await within_limits<std::size_t>(deadline_us(round_.plan.server_read_deadline_us),
+                                                             deadline_us(round_.plan.server_read_race_us),
+                                                             std::move(reading), error);
       if (error == std::errc::timed_out) {
         expired(read, "read_exact");
         continue;
@@ -163,7 +165,8 @@ class connection {
            round_.clients[static_cast<std::size_t>(client)]->disrupted.load();
   }
 
-  // The deadline an operation runs under: the planned one until the connection used up its expiries.
+  // The deadline an operation runs under, or the sleep a read races: the planned one until the
+  // connection used up its expiries.
   int deadline_us(int planned) const { return expiries_ < expiries_allowed ? planned : 0; }
 
   void expired(std::size_t read, const char* operation) {
@@ -212,8 +215,9 @@ task<void> accept_loop(tcp_round_state& round, executor_under_test* elsewhere, r
   for (;;) {
     std::error_code error;
     auto accepting = round.listener.accept(error);
-    tcp_stream accepted = co_await within_deadline<tcp_stream>(
-        expiries < accept_expiries_allowed ? deadline_us : 0, std::move(accepting), error);
+    const bool limits_left = expiries < accept_expiries_allowed;
+    tcp_stream accepted = co_await within_limits<tcp_stream>(
+        limits_left ? deadline_us : 0, limits_left ? round.plan.accept_race_us : 0, std::move(accepting), error);
     if (error == std::errc::timed_out) {
       if (accepted.is_open()) {
         round.log.fail("server: an accept timed out but returned a connection");

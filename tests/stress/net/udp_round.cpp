@@ -8,7 +8,6 @@
 #include <corio/join_handle.hpp>
 #include <corio/net/udp_socket.hpp>
 #include <corio/time.hpp>
-#include <corio/when_any.hpp>
 
 #include <atomic>
 #include <cstring>
@@ -97,21 +96,12 @@ task<void> receive(udp_round_state& round, std::size_t index) {
     corio::net::datagram got;
     receive_style style = expiries < expiries_allowed ? round.styles[index] : receive_style::plain;
     auto receiving = socket.recv_from(buffer, error);
-    if (style == receive_style::raced_with_sleep) {
-      auto sleeping = corio::sleep_for(microseconds(round.deadline_us));
-      auto first = co_await corio::when_any(std::move(receiving), std::move(sleeping));
-      if (first.index() == 1) {
-        ++expiries;
-        continue;
-      }
-      got = std::get<0>(first);
-    } else {
-      got = co_await within_deadline<corio::net::datagram>(
-          style == receive_style::deadline ? round.deadline_us : 0, std::move(receiving), error);
-      if (error == std::errc::timed_out) {
-        ++expiries;
-        continue;
-      }
+    got = co_await within_limits<corio::net::datagram>(style == receive_style::deadline ? round.deadline_us : 0,
+                                                       style == receive_style::raced_with_sleep ? round.deadline_us : 0,
+                                                       std::move(receiving), error);
+    if (error == std::errc::timed_out) {
+      ++expiries;
+      continue;
     }
     if (error) {
       if (error != std::errc::operation_canceled && error != std::errc::bad_file_descriptor) {
@@ -189,6 +179,15 @@ void udp_round(random& choices, io_backend backend, failure_log& log) {
   bool destroy_under_receives = choices.below(3) == 0;
   auto end_after = std::chrono::milliseconds(choices.between(0, 20));
   std::uint64_t sender_seed = choices.next();
+  std::string styles;
+  for (receive_style style : round.styles) {
+    styles += style == receive_style::plain ? " plain" : style == receive_style::deadline ? " deadline" : " raced";
+  }
+  log.describe_scenario("udp: on " + std::string(on_loop ? "loop" : "runtime") + "/" + std::to_string(workers) +
+                        ", receivers" + styles + ", " + std::to_string(round.deadline_us) + " us, " +
+                        std::to_string(count) + " datagrams, sender cancelled at " +
+                        std::to_string(cancel_sender_at_us) + " us, destroyed under receives " +
+                        std::to_string(destroy_under_receives));
 
   executor_under_test executor(backend, on_loop, workers, log);
   round.running = receivers + 1;
