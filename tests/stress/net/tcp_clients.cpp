@@ -83,8 +83,10 @@ class client {
     for (int attempts = 0;; ++attempts) {
       std::error_code error;
       auto connecting = tcp_stream::connect(round_.at, error);
-      tcp_stream connected = co_await within_deadline<tcp_stream>(
-          attempts < connect_attempts_allowed ? plan_.connect_deadline_us : 0, std::move(connecting), error);
+      const bool limits_left = attempts < connect_attempts_allowed;
+      tcp_stream connected = co_await within_limits<tcp_stream>(limits_left ? plan_.connect_deadline_us : 0,
+                                                                limits_left ? plan_.connect_race_us : 0,
+                                                                std::move(connecting), error);
       if (!error) {
         if (!connected.is_open()) {
           round_.log.fail("client %zu: connect succeeded with a closed stream", index_);

@@ -53,6 +53,7 @@ struct client_plan {
   int write_deadline_us = 0;
   int connect_deadline_us = 0;
   int read_race_us = 0;                   // > 0: each read races a sleep this long in when_any; 0: none
+  int connect_race_us = 0;                // likewise its connects (one that loses closes its stream)
   std::size_t read_chunk = 4096;
   disruption disrupted = disruption::none;
   std::int64_t disrupted_at_us = -1;

@@ -75,6 +75,7 @@ client_plan draw_client(random& choices, std::uint32_t index, std::size_t budget
   client.write_deadline_us = maybe_deadline_us(choices, 0.15);
   client.connect_deadline_us = maybe_deadline_us(choices, 0.15);
   client.read_race_us = maybe_race_us(choices, 0.2);
+  client.connect_race_us = maybe_race_us(choices, 0.1);
   client.read_chunk = static_cast<std::size_t>(choices.chance(0.5) ? choices.between(1, 70000) : choices.between(1, 512));
   if (choices.chance(disruption_odds)) {
     client.disrupted = draw_disruption(choices, plan.clients_in_scope);
@@ -126,23 +127,25 @@ tcp_scenario draw_tcp_scenario(random& choices, bool destroy_mid_flight) {
 }
 
 std::string describe(const tcp_scenario& plan) {
-  std::size_t disrupted = std::count_if(plan.clients.begin(), plan.clients.end(),
-                                        [](const client_plan& each) { return each.disrupted != disruption::none; });
-  std::size_t racing = std::count_if(plan.clients.begin(), plan.clients.end(),
-                                     [](const client_plan& each) { return each.read_race_us > 0; });
+  auto clients_that = [&plan](auto predicate) {
+    return static_cast<std::size_t>(std::count_if(plan.clients.begin(), plan.clients.end(), predicate));
+  };
+  std::size_t disrupted = clients_that([](const client_plan& each) { return each.disrupted != disruption::none; });
+  std::size_t racing_reads = clients_that([](const client_plan& each) { return each.read_race_us > 0; });
+  std::size_t racing_connects = clients_that([](const client_plan& each) { return each.connect_race_us > 0; });
   char text[768];
   std::snprintf(text, sizeof text,
                 "tcp: server on %s/%d, clients on %s/%d, %zu clients (%zu disrupted), IPv6 %d, framed %d, server "
-                "buffer %zu, "
-                "deadlines read %d write %d accept %d us, races read %d accept %d us, clients racing reads %zu, connections in scope %d, accepts on both %d, served "
-                "elsewhere %d, clients in scope %d, server closes %zu, destroy at %lld us",
+                "buffer %zu, deadlines read %d write %d accept %d us, races read %d accept %d us, clients racing "
+                "reads %zu connects %zu, connections in scope %d, accepts on both %d, served elsewhere %d, clients "
+                "in scope %d, server closes %zu, destroy at %lld us",
                 plan.server_on_loop ? "loop" : "runtime", plan.server_workers,
                 !plan.separate_client_executor ? "the same" : plan.clients_on_loop ? "loop" : "runtime",
                 plan.client_workers, plan.clients.size(), disrupted, plan.ipv6, plan.framed, plan.server_buffer,
                 plan.server_read_deadline_us, plan.server_write_deadline_us, plan.accept_deadline_us,
-                plan.server_read_race_us, plan.accept_race_us, racing,
-                plan.connections_in_scope, plan.accept_on_both, plan.serve_elsewhere, plan.clients_in_scope, plan.server_closes.size(),
-                static_cast<long long>(plan.destroy_at_us));
+                plan.server_read_race_us, plan.accept_race_us, racing_reads, racing_connects,
+                plan.connections_in_scope, plan.accept_on_both, plan.serve_elsewhere, plan.clients_in_scope,
+                plan.server_closes.size(), static_cast<long long>(plan.destroy_at_us));
   return text;
 }
 
