@@ -9,6 +9,7 @@
 #include <corio/join_handle.hpp>
 #include <corio/scope.hpp>
 #include <corio/time.hpp>
+#include <corio/when_all.hpp>
 
 #include <sys/socket.h>
 
@@ -110,6 +111,10 @@ class client {
 
   // The writer in a scope (it uses this frame), the reader here; a reader that stops early stops it.
   task<void> exchange() {
+    if (plan_.lockstep) {
+      co_await lockstep();
+      co_return;
+    }
     corio::task_scope writers;
     writers.spawn(write());
     bool cancelled = false;
@@ -124,6 +129,36 @@ class client {
     co_await writers.join();
     if (cancelled) {
       throw corio::cancelled();
+    }
+  }
+
+  task<void> lockstep() {
+    std::vector<std::byte> echo;
+    std::size_t at = 0;
+    for (std::size_t end : plan_.message_ends) {
+      std::span<const std::byte> message(plan_.stream.data() + at, end - at);
+      echo.resize(message.size());
+      std::error_code write_error;
+      std::error_code read_error;
+      auto writing = make_write(*stream_, message, write_error);
+      auto reading = make_read_exact(*stream_, echo, read_error);
+      auto [wrote, read] = co_await corio::when_all(std::move(writing), std::move(reading));
+      state_.sent = at + wrote;
+      if (wrote > message.size() || (!write_error && wrote != message.size())) {
+        round_.log.fail("client %zu: write_all wrote %zu of %zu bytes (%s)", index_, wrote, message.size(),
+                        describe(write_error).c_str());
+      }
+      if (read != 0 && !matches(std::span(echo.data(), read), at)) {
+        read_error_ = std::make_error_code(std::errc::protocol_error);
+        co_return;
+      }
+      if (write_error || read_error) {
+        write_error_ = write_error;
+        read_error_ = read_error;
+        co_return;
+      }
+      at = end;
+      state_.received = at;
     }
   }
 

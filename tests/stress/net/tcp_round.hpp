@@ -49,6 +49,9 @@ struct client_plan {
   bool half_close = false;                // shuts its writing side after the last message, reads to the end
   bool moved_between_writes = false;      // its stream moves (a growing vector) while its read is in flight
   bool read_exact = false;                // reads with read_exact (never with half_close), else read_some
+  // Writes each message and reads its echo with read_exact in one when_all (never with half_close):
+  // the two operands may run on two workers at once. No deadlines, races or moves then.
+  bool lockstep = false;
   int read_deadline_us = 0;               // 0: no deadline
   int write_deadline_us = 0;
   int connect_deadline_us = 0;

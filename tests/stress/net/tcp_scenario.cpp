@@ -71,6 +71,7 @@ client_plan draw_client(random& choices, std::uint32_t index, std::size_t budget
   client.half_close = choices.chance(0.5);
   client.moved_between_writes = choices.chance(0.2);
   client.read_exact = !client.half_close && choices.chance(0.3);
+  client.lockstep = !client.half_close && choices.chance(0.2);
   client.read_deadline_us = maybe_deadline_us(choices, 0.2);
   client.write_deadline_us = maybe_deadline_us(choices, 0.15);
   client.connect_deadline_us = maybe_deadline_us(choices, 0.15);
