@@ -1,11 +1,12 @@
 #pragma once
 // The randomized networking stress test's shared pieces (net_stress_test.cpp runs it). Each round
-// draws a scenario from a seed (executors, clients, message sizes, deadlines, cancellations and closes
-// from tasks and threads, executors destroyed mid-flight) and checks what a user may rely on: every
-// byte echoed in order to the connection that sent it, only documented errors where something was
-// disrupted, every operation ending, and no descriptor left open after the round. The seed fixes the
-// scenario, not the threads' interleaving: a failure names its seed and round, and rerunning that seed
-// (CORIO_STRESS_SEED, CORIO_STRESS_ROUNDS) reproduces it often, not always.
+// draws a scenario from a seed (executors, clients, message sizes, deadlines, operations raced against
+// sleeps in when_any, writes and reads paired in when_all, cancellations and closes from tasks and
+// threads, executors destroyed mid-flight) and checks what a user may rely on: every byte echoed in
+// order to the connection that sent it, only documented errors where something was disrupted, every
+// operation ending, and no descriptor left open after the round. The seed fixes the scenario, not the
+// threads' interleaving: a failure names its seed, round and scenario, and rerunning that round
+// (CORIO_STRESS_SEED, CORIO_STRESS_FIRST_ROUND, CORIO_STRESS_ROUNDS) reproduces it often, not always.
 //
 // Threads: a round's tasks run on one or two executors (an event loop on its own thread, or a runtime of
 // one or two workers); the test's thread disrupts them at planned times. failure_log is the one object

@@ -5,7 +5,9 @@
 // thread (tcp_round.cpp) disrupts: it cancels, closes and shuts down sockets, closes the listener, or
 // destroys the executors. With two executors, both may accept on the listener (on io_uring the one
 // that is not the listener's home is refused, as documented) and a connection may be served by the
-// executor that did not accept it.
+// executor that did not accept it. Reads, accepts and connects may race sleeps in when_any (a lost
+// read must give its bytes back), and a lockstep client writes each message and reads its echo in
+// one when_all.
 //
 // What is checked: a client nothing disrupted gets its whole stream back, byte for byte, and ends
 // without an error; a disrupted one ends with a documented error only; a framed server sees each
