@@ -550,9 +550,7 @@ bool io_awaiter::settle() {
   if (op_.result > 0 && stash_ != nullptr && stop_requested()) {
     // A read that completed with data for a task being cancelled: the stream keeps the bytes for its
     // next read, and this one ends cancelled (read_stash.hpp). Past its own deadline it returns them.
-    keep_while_open(socket, [&] {
-      stash_->keep_front({static_cast<const std::byte*>(op_.buffer), static_cast<std::size_t>(op_.result)});
-    });
+    give_back_read(socket, stash_, {static_cast<const std::byte*>(op_.buffer), static_cast<std::size_t>(op_.result)});
     op_.result = -ECANCELED;
   }
   if (op_.result >= 0 && datagrams_ != nullptr && stop_requested()) {

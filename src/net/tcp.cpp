@@ -167,11 +167,6 @@ std::unique_ptr<tcp_stream::state> tcp_stream::state_for(int fd) {
 task<std::size_t> tcp_stream::read_exact_into(corio::detail::socket_id socket, corio::detail::read_stash* stash,
                                               std::atomic<corio::detail::io_source*>* source,
                                               std::span<std::byte> buffer, std::error_code* error) {
-  auto keep_read = [&](std::size_t count) {
-    if (stash != nullptr) {  // none: the stream has no socket, and read nothing
-      corio::detail::keep_while_open(socket, [&] { stash->keep_front(buffer.first(count)); });
-    }
-  };
   std::size_t done = 0;
   while (done < buffer.size()) {
     std::size_t step = 0;
@@ -179,12 +174,12 @@ task<std::size_t> tcp_stream::read_exact_into(corio::detail::socket_id socket, c
       step = co_await corio::detail::transfer_awaiter(corio::detail::io_kind::recv, socket, buffer.data() + done,
                                                       buffer.size() - done, read_exact_name, error, source, stash);
     } catch (const cancelled&) {
-      keep_read(done);
+      corio::detail::give_back_read(socket, stash, buffer.first(done));
       throw;
     }
     if (error != nullptr && *error) {
       if (ended_by_cancellation(*error)) {
-        keep_read(done);
+        corio::detail::give_back_read(socket, stash, buffer.first(done));
         co_return 0;
       }
       co_return done;

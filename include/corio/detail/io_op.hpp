@@ -92,6 +92,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <system_error>
 
 #include <corio/detail/coop_budget.hpp>
@@ -142,6 +143,11 @@ struct socket_id {
 /// throws.
 template <class Keep>
 void keep_while_open(const socket_id& socket, Keep&& keep);
+
+/// Gives `bytes` a read of `socket` took back to the front of its stream's `stash` (read_stash.hpp),
+/// for the stream's next read: through keep_while_open, so not once the socket was closed. No stash:
+/// the stream has no socket, and read nothing. Throws std::bad_alloc.
+void give_back_read(const socket_id& socket, read_stash* stash, std::span<const std::byte> bytes);
 
 /// What the kernel is asked to do. Trivially copyable, so an awaiter can be moved before it starts.
 struct io_request {
@@ -395,6 +401,12 @@ void keep_while_open(const socket_id& socket, Keep&& keep) {
     ~leave_on_exit() { leave_while_open(socket); }
   } leave{socket};
   keep();
+}
+
+inline void give_back_read(const socket_id& socket, read_stash* stash, std::span<const std::byte> bytes) {
+  if (stash != nullptr) {
+    keep_while_open(socket, [&] { stash->keep_front(bytes); });
+  }
 }
 
 }  // namespace corio::detail

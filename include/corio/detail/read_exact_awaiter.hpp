@@ -58,9 +58,7 @@ class read_exact_awaiter {
     if (read == 0 || kept_error || stop_ == nullptr || !stop_->stop_requested()) {
       return read;
     }
-    if (stash_ != nullptr) {
-      keep_while_open(socket_, [&] { stash_->keep_front(buffer_.first(read)); });
-    }
+    give_back_read(socket_, stash_, buffer_.first(read));
     if (error_ != nullptr) {
       *error_ = std::make_error_code(stop_->stopped_by_deadline() ? std::errc::timed_out : std::errc::operation_canceled);
       return 0;

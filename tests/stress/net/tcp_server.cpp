@@ -51,10 +51,7 @@ class connection {
     std::span<std::byte> into(buffer_.data(), round_.plan.server_buffer);
     for (;;) {
       std::error_code error;
-      auto reading = stream_.read_some(into, error);
-      std::size_t read = co_await within_limits<std::size_t>(deadline_us(round_.plan.server_read_deadline_us),
-                                                             deadline_us(round_.plan.server_read_race_us),
-                                                             std::move(reading), error);
+      std::size_t read = co_await under_read_limits(stream_.read_some(into, error), error);
       if (error == std::errc::timed_out) {
         expired(read, "read_some");
         continue;
@@ -84,10 +81,7 @@ class connection {
   task<bool> read_exactly(std::span<std::byte> into) {
     for (;;) {
       std::error_code error;
-      auto reading = stream_.read_exact(into, error);
-      std::size_t read = co_await within_limits<std::size_t>(deadline_us(round_.plan.server_read_deadline_us),
-                                                             deadline_us(round_.plan.server_read_race_us),
-                                                             std::move(reading), error);
+      std::size_t read = co_await under_read_limits(stream_.read_exact(into, error), error);
       if (error == std::errc::timed_out) {
         expired(read, "read_exact");
         continue;
@@ -168,6 +162,13 @@ class connection {
   // The deadline an operation runs under, or the sleep a read races: the planned one until the
   // connection used up its expiries.
   int deadline_us(int planned) const { return expiries_ < expiries_allowed ? planned : 0; }
+
+  // A read (read_some or read_exact) under the server's read deadline and racing its sleep.
+  template <class Reading>
+  task<std::size_t> under_read_limits(Reading reading, std::error_code& error) {
+    return within_limits<std::size_t>(deadline_us(round_.plan.server_read_deadline_us),
+                                      deadline_us(round_.plan.server_read_race_us), std::move(reading), error);
+  }
 
   void expired(std::size_t read, const char* operation) {
     if (read != 0) {
