@@ -8,48 +8,19 @@ the build's CORIO_SANITIZE value (see the out-of-descriptors part).
 """
 
 import os
-import resource
-import signal
 import socket
 import subprocess
 import sys
 import time
 
+from example_test_kit import check, finish, start as start_server, stop
+
 SERVER = sys.argv[1]
 SANITIZERS = sys.argv[2] if len(sys.argv) > 2 else ""
-failures = []
 
 
-def check(condition, what):
-    print(("ok  : " if condition else "FAIL: ") + what, flush=True)
-    if not condition:
-        failures.append(what)
-
-
-def start(*flags, env=None, stdout=subprocess.PIPE, descriptors=None):
-    """Starts the server; returns (process, port) once it printed its port, or (process, None)."""
-    limit = None if descriptors is None else (lambda: resource.setrlimit(resource.RLIMIT_NOFILE,
-                                                                          (descriptors, descriptors)))
-    process = subprocess.Popen([SERVER, "--port", "0", *flags], stdout=stdout, stderr=subprocess.PIPE,
-                               text=True, env={**os.environ, **(env or {})}, preexec_fn=limit)
-    if stdout != subprocess.PIPE:
-        return process, None
-    line = process.stdout.readline()
-    port = int(line.split("port ")[1].split(",")[0]) if "listening on port" in line else None
-    return process, port
-
-
-def stop(process):
-    """Sends SIGTERM and returns (exit status, stderr), killing the server if it outlives 10 s."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-    try:
-        _, err = process.communicate(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        _, err = process.communicate()
-        return None, err
-    return process.returncode, err
+def start(*flags, **options):
+    return start_server(SERVER, *flags, **options)
 
 
 def echoes(port, message=b"hello\n"):
@@ -125,4 +96,4 @@ else:
         status, err = stop(server)
         check(status == 0, f"{backend}: SIGTERM after EMFILE: exit status 0 (got {status}; stderr: {err.strip()!r})")
 
-sys.exit(1 if failures else 0)
+finish()

@@ -185,6 +185,28 @@ TYPED_TEST(cancel_safe_read, a_read_into_an_empty_buffer_yields_zero_at_once) {
   });
 }
 
+// An error_code read that loses a when_any says so in its error_code, whether it was waiting when the
+// other operand won or started after it had (README, Networking): a task that shares that error_code
+// with its writes must not take it for a write's failure. The next read, with data, clears it.
+TYPED_TEST(cancel_safe_read, an_error_code_read_that_loses_a_when_any_stores_operation_canceled) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto [writer, reader] = co_await connected_pair();
+    std::array<std::byte, 8> buffer;
+    std::error_code error;
+    auto waited = co_await corio::when_any(reader.read_some(buffer, error), corio::sleep_for(1ms));
+    EXPECT_EQ(waited.index(), 1u);
+    EXPECT_EQ(error, std::errc::operation_canceled);
+    error.clear();
+    auto ready = []() -> corio::task<int> { co_return 7; };
+    auto started_late = co_await corio::when_any(ready(), reader.read_some(buffer, error));
+    EXPECT_EQ(started_late.index(), 0u);
+    EXPECT_EQ(error, std::errc::operation_canceled);
+    co_await writer.write_all("x");
+    EXPECT_EQ(co_await reader.read_some(buffer, error), 1u);
+    EXPECT_FALSE(error) << error.message();
+  });
+}
+
 // A scope is cancelled while one child reads a stream and another owns its peer; the owner's frame
 // closes the peer with a reset as the scope cancels. The reader reports the cancellation, never the
 // reset its cancellation caused (epoll once tried the read after the stop and saw ECONNRESET).
