@@ -3,6 +3,7 @@
 Every server is started on an ephemeral port (--port 0) and stopped by its PID; every wait is bounded.
 """
 
+import atexit
 import os
 import resource
 import signal
@@ -10,6 +11,15 @@ import subprocess
 import sys
 
 failures = []
+started = []  # every server started, killed at exit if still running: a test that dies leaves none behind
+
+
+@atexit.register
+def _kill_leftovers():
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 def check(condition, what):
@@ -25,6 +35,7 @@ def start(server, *flags, env=None, stdout=subprocess.PIPE, descriptors=None):
                                                                           (descriptors, descriptors)))
     process = subprocess.Popen([server, "--port", "0", *flags], stdout=stdout, stderr=subprocess.PIPE,
                                text=True, env={**os.environ, **(env or {})}, preexec_fn=limit)
+    started.append(process)
     if stdout != subprocess.PIPE:
         return process, None
     line = process.stdout.readline()

@@ -3,7 +3,10 @@ its header promises: both directions relayed byte for byte, half-closes passed t
 side ending both, a refused or silent upstream reported, no socket kept once connections end, SIGTERM
 exits 0, bad flags exit 2.
 
-    python3 tcp_proxy_test.py PATH_TO_TCP_PROXY BACKEND
+    python3 tcp_proxy_test.py PATH_TO_TCP_PROXY BACKEND [PATH_TO_ECHO_SERVER PATH_TO_ECHO_CLIENT]
+
+With the echo examples' paths it also puts the proxy between echo_client and echo_server: 200 connections
+whose every echo is checked, corio on all three sides.
 
 The upstream serves a mode named by the first line a connection sends: `echo` (everything back, then close
 at end of input), `count` (read to end of input, answer "N bytes\\n", close), `reset` (close at once with a
@@ -15,6 +18,7 @@ import random
 import socket
 import socketserver
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -113,15 +117,27 @@ def ends_within(client, seconds):
         return False
 
 
-def sockets(pid):
-    """How many sockets the process holds (its reactors' descriptors, made as workers first do I/O, aside)."""
-    count = 0
+def socket_inodes(pid):
+    """The sockets the process holds (its reactors' descriptors, made as workers first do I/O, aside)."""
+    inodes = []
     for fd in os.listdir(f"/proc/{pid}/fd"):
         try:
-            count += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
         except FileNotFoundError:  # closed since the listing
-            pass
-    return count
+            continue
+        if target.startswith("socket:"):
+            inodes.append(target[len("socket:["):-1])
+    return inodes
+
+
+def sockets(pid):
+    return len(socket_inodes(pid))
+
+
+def described(inodes):
+    """What `ss` says of these sockets: their states and addresses."""
+    table = subprocess.run(["ss", "-tane"], capture_output=True, text=True).stdout.splitlines()
+    return [" ".join(line.split()[:5]) for line in table if any(f"ino:{inode} " in line for inode in inodes)]
 
 
 upstream = UpstreamServer(("127.0.0.1", 0), Upstream)
@@ -168,12 +184,16 @@ check(held_ended.wait(WAIT), f"{BACKEND}: a client's reset ends the proxy's upst
 with connect(port, b"reset") as client:
     check(ends_within(client, WAIT), f"{BACKEND}: an upstream's reset ends the client's connection")
 
-# Every connection above has ended: the proxy holds no socket for any of them.
+# Every connection above has ended: the proxy holds no socket for any of them. Judged by whether the count
+# comes back to the listeners' within WAIT: one sample more, taken after it had, once caught a socket that
+# lived for a few milliseconds (on io_uring, about one run in 30, right after the reset above; gone by the
+# next look), which a socket kept would not do.
 deadline = time.monotonic() + WAIT
-while sockets(proxy.pid) > idle_sockets and time.monotonic() < deadline:
+while (left := sockets(proxy.pid)) > idle_sockets and time.monotonic() < deadline:
     time.sleep(0.05)
-left = sockets(proxy.pid)
-check(left == idle_sockets, f"{BACKEND}: no socket kept once the connections ended ({left}, idle {idle_sockets})")
+check(left <= idle_sockets, f"{BACKEND}: no socket kept once the connections ended ({left}, idle {idle_sockets})")
+if left > idle_sockets:
+    print(f"      the proxy's sockets: {described(socket_inodes(proxy.pid))}")
 
 # A connection open at SIGTERM does not keep the proxy from exiting 0.
 client = connect(port, b"hold")
@@ -218,6 +238,19 @@ check(ended and took < 5 and "within 500 ms" in err and status == 0,
 for filler in fillers:
     filler.close()
 silent.close()
+
+if len(sys.argv) > 4:
+    echo_server, echo_port = start(sys.argv[3], "--threads", "2", "--backend", BACKEND)
+    proxy, port = start(PROXY, "--upstream", f"127.0.0.1:{echo_port}", "--threads", "2", "--backend", BACKEND)
+    done = subprocess.run([sys.argv[4], "--port", str(port), "--connections", "200", "--messages", "100", "--bytes",
+                           "1000", "--threads", "2", "--backend", BACKEND, "--timeout", str(WAIT)],
+                          capture_output=True, text=True, timeout=6 * WAIT)
+    check(done.returncode == 0 and "200 connection(s) x 100 message(s) of 1000 bytes echoed" in done.stdout,
+          f"{BACKEND}: echo_client -> tcp_proxy -> echo_server: 200 connections x 100 echoes checked "
+          f"(exit {done.returncode}; {done.stdout.strip()!r} {done.stderr.strip()[-300:]!r})")
+    for process in (proxy, echo_server):
+        status, err = stop(process)
+        check(status == 0, f"{BACKEND}: {os.path.basename(process.args[0])}: SIGTERM: exit status 0 (got {status})")
 
 bad_flags(PROXY, [(["--port", "1"], "--upstream"), (["--upstream", "nocolon"], "--upstream"),
                   (["--upstream", "host:0"], "--upstream"), (["--upstream", "host:70000"], "--upstream"),
