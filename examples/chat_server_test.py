@@ -2,8 +2,8 @@
 line reaches every other client whole and in order, prefixed with its sender, and not its sender; joins
 and departures are announced; a line split across sends arrives whole, a last line without its newline is
 delivered when its sender closes, an overlong line ends its sender's connection; a client that reads slowly
-is told how many messages it missed and reads on, and one that never reads holds up nobody; SIGTERM exits
-0; bad flags exit 2.
+is told how many messages it missed and reads on, and one that never reads holds up nobody; 50 clients
+talking at once all hear each other; SIGTERM exits 0; bad flags exit 2.
 
     python3 chat_server_test.py PATH_TO_CHAT_SERVER BACKEND
 
@@ -12,6 +12,7 @@ Loopback only, bounded waits.
 
 import socket
 import sys
+import threading
 import time
 
 from example_test_kit import bad_flags, check, finish, start, stop
@@ -148,6 +149,44 @@ check(expected == 500 and read + missed == 500 and in_order,
       f"{BACKEND}: a reader behind a room of 4: read {read} + missed {missed} = 500, each in its place")
 talker.close()
 slow.close()
+status, _ = stop(server)
+check(status == 0, f"{BACKEND}: SIGTERM: exit status 0 (got {status})")
+
+# 50 clients talk at once, 20 lines each: every client gets the other 49's 980 lines, each sender's in order.
+server, port = start(SERVER, "--threads", "2", "--backend", BACKEND, "--history", "8192")
+crowd = [Client(port) for _ in range(50)]
+heard = [None] * len(crowd)
+
+
+def talk_and_listen(index):
+    me = crowd[index]
+    me.say("".join(f"crowd {index} {k}\n" for k in range(20)))
+    by_sender = {}
+    try:
+        while sum(len(lines) for lines in by_sender.values()) < 49 * 20:
+            line = me.line()
+            if line is None:
+                break
+            if ": crowd " in line:
+                sender, number = map(int, line.split(": crowd ")[1].split())
+                by_sender.setdefault(sender, []).append(number)
+    except OSError:
+        pass
+    heard[index] = by_sender
+
+
+talkers = [threading.Thread(target=talk_and_listen, args=(i,)) for i in range(len(crowd))]
+for talker in talkers:
+    talker.start()
+for talker in talkers:
+    talker.join(3 * WAIT)
+whole = sum(by_sender is not None and sorted(by_sender) == [i for i in range(50) if i != index]
+            and all(numbers == list(range(20)) for numbers in by_sender.values())
+            for index, by_sender in enumerate(heard))
+check(whole == 50, f"{BACKEND}: 50 clients x 20 lines at once: each heard the other 49 whole and in order "
+      f"({whole} of 50 did)")
+for client in crowd:
+    client.close()
 status, _ = stop(server)
 check(status == 0, f"{BACKEND}: SIGTERM: exit status 0 (got {status})")
 

@@ -52,8 +52,9 @@ class Upstream(socketserver.StreamRequestHandler):
             while chunk := self.rfile.read1(65536):
                 total += len(chunk)
             self.request.sendall(f"{total} bytes\n".encode())
-        elif mode == b"reset":
+        elif mode == b"reset":  # closed here, so socketserver's shutdown(SHUT_WR) sends no FIN before the reset
             self.request.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.request.close()
         elif mode == b"hold":
             try:
                 while self.rfile.read1(65536):
@@ -184,10 +185,8 @@ check(held_ended.wait(WAIT), f"{BACKEND}: a client's reset ends the proxy's upst
 with connect(port, b"reset") as client:
     check(ends_within(client, WAIT), f"{BACKEND}: an upstream's reset ends the client's connection")
 
-# Every connection above has ended: the proxy holds no socket for any of them. Judged by whether the count
-# comes back to the listeners' within WAIT: one sample more, taken after it had, once caught a socket that
-# lived for a few milliseconds (on io_uring, about one run in 30, right after the reset above; gone by the
-# next look), which a socket kept would not do.
+# Every connection above has ended: the proxy holds no socket for any of them (within WAIT: a relay may end a
+# moment after its client saw the end of its input).
 deadline = time.monotonic() + WAIT
 while (left := sockets(proxy.pid)) > idle_sockets and time.monotonic() < deadline:
     time.sleep(0.05)
