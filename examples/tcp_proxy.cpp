@@ -21,7 +21,6 @@
 #include <sys/socket.h>
 
 #include <array>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -76,28 +75,18 @@ corio::task<void> relay(corio::net::tcp_stream client) {
   }
 }
 
-// "HOST:PORT", HOST in brackets when it is an IPv6 address.
-bool parse_upstream(std::string_view text) {
+// `flag`'s value "HOST:PORT", HOST in brackets when it is an IPv6 address, into the upstream's host and
+// port; a bad value is a failure naming `flag`.
+void parse_upstream(const example::flags& flags, std::string_view flag, std::string_view text) {
   std::size_t colon = text.rfind(':');
-  if (colon == std::string_view::npos || colon == 0) {
-    return false;
-  }
   std::string_view host = text.substr(0, colon);
-  if (host.front() == '[') {
-    if (host.size() < 3 || host.back() != ']') {
-      return false;
-    }
+  if (host.starts_with('[') && host.size() >= 3 && host.ends_with(']')) {
     host = host.substr(1, host.size() - 2);
+  } else if (colon == std::string_view::npos || host.empty() || host.starts_with('[')) {
+    flags.fail("bad value for ", flag);
   }
-  std::string_view port = text.substr(colon + 1);
-  unsigned number = 0;
-  auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), number);
-  if (error != std::errc() || end != port.data() + port.size() || number == 0 || number > 65535) {
-    return false;
-  }
+  upstream_port = static_cast<std::uint16_t>(flags.number<unsigned>(flag, text.substr(colon + 1), 1, 65535));
   upstream_host = host;
-  upstream_port = static_cast<std::uint16_t>(number);
-  return true;
 }
 
 constexpr const char* usage_line =
@@ -114,9 +103,7 @@ int main(int argc, char** argv) {
       return true;
     }
     if (flag == "--upstream") {
-      if (!parse_upstream(value)) {
-        flags.fail("bad value for ", flag);
-      }
+      parse_upstream(flags, flag, value);
     } else if (flag == "--connect-timeout") {
       double seconds = flags.number<double>(flag, value, 0.001, 3600.0);
       connect_timeout = std::chrono::milliseconds(std::lround(seconds * 1000));
