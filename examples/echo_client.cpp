@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -31,9 +30,7 @@
 
 namespace {
 
-struct settings {
-  std::string host = "127.0.0.1";
-  std::uint16_t port = 0;
+struct settings : example::client_settings {
   unsigned connections = 10;
   unsigned messages = 1000;
   std::size_t bytes = 128;
@@ -82,39 +79,27 @@ constexpr const char* usage_line =
 
 int main(int argc, char** argv) {
   settings run;
-  unsigned threads = 1;
-  corio::io_backend backend = corio::io_backend::automatic;
   const example::flags flags("echo_client", usage_line);
   flags.parse(argc, argv, [&](std::string_view flag, std::string_view value) {
-    if (flag == "--host") {
-      run.host = value;
-    } else if (flag == "--port") {
-      run.port = flags.number<std::uint16_t>(flag, value, 1, 65535);
-    } else if (flag == "--connections") {
+    if (run.take(flags, flag, value)) {
+      return true;
+    }
+    if (flag == "--connections") {
       run.connections = flags.number<unsigned>(flag, value, 1, 100'000);
     } else if (flag == "--messages") {
       run.messages = flags.number<unsigned>(flag, value, 1, 1'000'000'000);
     } else if (flag == "--bytes") {
       run.bytes = flags.number<std::size_t>(flag, value, 1, 64 << 20);
-    } else if (flag == "--threads") {
-      threads = flags.number<unsigned>(flag, value, 1, 1024);
-    } else if (flag == "--backend") {
-      backend = flags.backend(value);
-    } else if (flag == "--timeout") {  // seconds, to the millisecond; at least 1 ms
-      run.timeout = std::chrono::milliseconds(std::lround(flags.number<double>(flag, value, 0.001, 86400.0) * 1000));
+    } else if (flag == "--timeout") {
+      run.timeout = flags.seconds(flag, value, 0.001);
     } else {
       return false;
     }
     return true;
   });
-  if (run.port == 0) {
-    flags.fail("--port is required");
-  }
+  run.require_port(flags);
 
-  corio::runtime::options options;
-  options.workers = threads;
-  options.backend = backend;
-  corio::runtime rt(options);
+  corio::runtime rt(run.runtime.options());
   auto start = std::chrono::steady_clock::now();
   try {
     rt.block_on(run_all(run));

@@ -13,7 +13,6 @@
 #include <corio/time.hpp>
 
 #include <chrono>
-#include <cmath>
 #include <string_view>
 #include <system_error>
 
@@ -54,12 +53,8 @@ int main(int argc, char** argv) {
     if (serving.take(flags, flag, value)) {
       return true;
     }
-    if (flag == "--read-timeout") {  // seconds, to the millisecond: 0 (none), or at least 1 ms
-      double seconds = flags.number<double>(flag, value, 0.0, 86400.0);
-      if (seconds > 0 && seconds < 0.001) {
-        flags.fail("bad value for ", flag);
-      }
-      read_timeout = std::chrono::milliseconds(std::lround(seconds * 1000));
+    if (flag == "--read-timeout") {  // 0: none
+      read_timeout = flags.seconds(flag, value, 0.0);
     } else {
       return false;
     }

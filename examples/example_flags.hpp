@@ -2,10 +2,15 @@
 // flag or value reported with the flag's name, the usage line and exit status 2.
 #pragma once
 #include <corio/io_backend.hpp>
+#include <corio/runtime.hpp>
 
 #include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 #include <system_error>
 
@@ -46,6 +51,17 @@ class flags {
     return number;
   }
 
+  /// The whole of `value` as seconds in [least, most], to the millisecond: a positive value under a
+  /// millisecond, which would round to none, fails too.
+  std::chrono::milliseconds seconds(std::string_view flag, std::string_view value, double least,
+                                    double most = 86400.0) const {
+    const double seconds = number<double>(flag, value, least, most);
+    if (seconds > 0 && seconds < 0.001) {
+      fail("bad value for ", flag);
+    }
+    return std::chrono::milliseconds(std::lround(seconds * 1000));
+  }
+
   corio::io_backend backend(std::string_view value) const {
     if (value == "io_uring") {
       return corio::io_backend::io_uring;
@@ -68,6 +84,58 @@ class flags {
  private:
   const char* program_;
   const char* usage_line_;
+};
+
+/// The flags every example that runs a runtime takes: --threads (its workers) and --backend.
+struct runtime_settings {
+  unsigned threads = 1;
+  corio::io_backend backend = corio::io_backend::automatic;
+
+  /// Takes `flag` if it is one of these; false for any other.
+  bool take(const flags& parsing, std::string_view flag, std::string_view value) {
+    if (flag == "--threads") {
+      threads = parsing.number<unsigned>(flag, value, 1, 1024);
+    } else if (flag == "--backend") {
+      backend = parsing.backend(value);
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  corio::runtime::options options() const {
+    corio::runtime::options made;
+    made.workers = threads;
+    made.backend = backend;
+    return made;
+  }
+};
+
+/// The flags a client example takes: where its server is (--host, 127.0.0.1 by default, and --port, which
+/// require_port insists on) and its runtime's.
+struct client_settings {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;
+  runtime_settings runtime = {};
+
+  /// Takes `flag` if it is one of these; false for any other.
+  bool take(const flags& parsing, std::string_view flag, std::string_view value) {
+    if (flag == "--host") {
+      host = value;
+    } else if (flag == "--port") {
+      port = parsing.number<std::uint16_t>(flag, value, 1, 65535);
+    } else {
+      return runtime.take(parsing, flag, value);
+    }
+    return true;
+  }
+
+  /// Once the flags are parsed: a failure if --port was not among them.
+  void require_port(const flags& parsing) const {
+    if (port == 0) {
+      parsing.fail("--port is required");
+    }
+  }
 };
 
 }  // namespace example

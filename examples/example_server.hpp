@@ -9,13 +9,11 @@
 #include <corio/runtime.hpp>
 #include <corio/time.hpp>
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -28,27 +26,22 @@
 #include <vector>
 
 #include "example_flags.hpp"
+#include "example_signals.hpp"
 
 namespace example {
 
 /// The flags every server example takes: --port, --threads, --backend.
 struct server_settings {
   unsigned port;
-  unsigned threads = 1;
-  corio::io_backend backend = corio::io_backend::automatic;
+  runtime_settings runtime = {};
 
   /// Takes `flag` if it is one of these; false for any other.
   bool take(const flags& parsing, std::string_view flag, std::string_view value) {
     if (flag == "--port") {
       port = parsing.number<unsigned>(flag, value, 0, 65535);
-    } else if (flag == "--threads") {
-      threads = parsing.number<unsigned>(flag, value, 1, 1024);
-    } else if (flag == "--backend") {
-      backend = parsing.backend(value);
-    } else {
-      return false;
+      return true;
     }
-    return true;
+    return runtime.take(parsing, flag, value);
   }
 };
 
@@ -64,19 +57,10 @@ class server {
   /// serve).
   int run(const server_settings& settings) {
     unsigned port = settings.port;
-    const unsigned threads = settings.threads;
-    // Signals are taken by sigwait on this thread; workers inherit the blocked mask.
-    sigset_t stop_signals;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-    std::signal(SIGPIPE, SIG_IGN);  // stdout's reader gone (server | head -1): a failed print, not death
+    const unsigned threads = settings.runtime.threads;
+    const stop_signals stopping;  // before the runtime's workers start
 
-    corio::runtime::options options;
-    options.workers = threads;
-    options.backend = settings.backend;
-    corio::runtime rt(options);
+    corio::runtime rt(settings.runtime.options());
     corio::net::listen_options listen;
     listen.reuse_port = threads > 1;  // one listener per worker; the kernel spreads connections over them
     std::vector<corio::join_handle<void>> acceptors;
@@ -94,8 +78,7 @@ class server {
     std::printf("%s: listening on port %u, %u worker(s)\n", program_.c_str(), port, threads);
     std::fflush(stdout);
 
-    int signal = 0;
-    sigwait(&stop_signals, &signal);
+    const int signal = stopping.wait();
     for (auto& acceptor : acceptors) {  // 1. stop accepting
       acceptor.cancel();
     }

@@ -44,16 +44,19 @@ def start(server, *flags, env=None, stdout=subprocess.PIPE, descriptors=None):
 
 
 def stop(process):
-    """Sends SIGTERM and returns (exit status, stderr), killing the server if it outlives 10 s. A sanitizer's
-    report in its stderr is a failure of its own."""
+    """Sends SIGTERM and returns (exit status, stderr), killing the server if it outlives 10 s; what it printed on
+    stdout after its first line is kept as process.rest_of_stdout. A sanitizer's report in its stderr is a failure of
+    its own."""
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
     try:
-        _, err = process.communicate(timeout=10)
+        out, err = process.communicate(timeout=10)
     except subprocess.TimeoutExpired:
         process.kill()
-        _, err = process.communicate()
+        out, err = process.communicate()
+        process.rest_of_stdout = out or ""
         return None, err
+    process.rest_of_stdout = out or ""
     report = err.find("Sanitizer")
     check(report == -1, f"{os.path.basename(process.args[0])}: no sanitizer report"
           + ("" if report == -1 else f" (got: {err[max(0, report - 20):report + 300]!r})"))

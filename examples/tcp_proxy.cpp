@@ -22,7 +22,6 @@
 
 #include <array>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -105,8 +104,7 @@ int main(int argc, char** argv) {
     if (flag == "--upstream") {
       parse_upstream(flags, flag, value);
     } else if (flag == "--connect-timeout") {
-      double seconds = flags.number<double>(flag, value, 0.001, 3600.0);
-      connect_timeout = std::chrono::milliseconds(std::lround(seconds * 1000));
+      connect_timeout = flags.seconds(flag, value, 0.001, 3600.0);
     } else {
       return false;
     }

@@ -1,4 +1,4 @@
-// corio::net::udp_socket: bind, and the msghdr set-up of send_to / recv_from.
+// corio::net::udp_socket: bind, connect, and the msghdr set-up of send_to / recv_from (and send / recv).
 #include <corio/net/udp_socket.hpp>
 
 #include <cerrno>
@@ -18,13 +18,14 @@ void message_awaiter::prepare() noexcept {
   message_ = {};
   message_.msg_iov = &vector_;
   message_.msg_iovlen = 1;
-  if (op_.kind == corio::detail::io_kind::sendmsg) {
-    std::memcpy(&address_, peer_.data(), peer_.size());
-    message_.msg_namelen = peer_.size();
-  } else {
+  if (op_.kind == corio::detail::io_kind::recvmsg) {
+    message_.msg_name = &address_;
     message_.msg_namelen = sizeof(address_);
-  }
-  message_.msg_name = &address_;
+  } else if (addressed_) {
+    std::memcpy(&address_, peer_.data(), peer_.size());
+    message_.msg_name = &address_;
+    message_.msg_namelen = peer_.size();
+  }  // else the connected peer: no name
   op_.buffer = &message_;
 }
 
@@ -58,6 +59,29 @@ udp_socket udp_socket::bind(const endpoint& local, std::error_code& error) noexc
     }
   }
   return socket;
+}
+
+void udp_socket::connect(const endpoint& peer) {
+  detail::or_throw("corio::net::udp_socket::connect to " + peer.to_string(), [&](std::error_code& error) {
+    connect(peer, error);
+    return 0;
+  });
+}
+
+void udp_socket::connect(const endpoint& peer, std::error_code& error) noexcept {
+  if (::connect(socket_.get(), peer.data(), peer.size()) != 0) {
+    error.assign(errno, std::system_category());
+    return;
+  }
+  error.clear();
+}
+
+endpoint udp_socket::peer_endpoint() const {
+  return detail::socket_name(socket_.get(), true, "corio::net::udp_socket::peer_endpoint");
+}
+
+endpoint udp_socket::peer_endpoint(std::error_code& error) const noexcept {
+  return detail::socket_name(socket_.get(), true, error);
 }
 
 endpoint udp_socket::local_endpoint() const {

@@ -32,7 +32,7 @@ class message_awaiter : public corio::detail::io_awaiter {
  public:
   message_awaiter(corio::detail::io_kind kind, corio::detail::socket_id socket, const void* data, std::size_t size,
                   const endpoint* to, const char* what, std::error_code* error) noexcept
-      : io_awaiter(what, error), data_(const_cast<void*>(data)), size_(size) {
+      : io_awaiter(what, error), data_(const_cast<void*>(data)), size_(size), addressed_(to != nullptr) {
     op_.kind = kind;
     target(socket);
     if (to != nullptr) {
@@ -52,6 +52,7 @@ class message_awaiter : public corio::detail::io_awaiter {
 
   void* data_;
   std::size_t size_;
+  bool addressed_;  // a send with a destination of its own (send_to), not the connected peer's (send)
   endpoint peer_;
   sockaddr_storage address_{};
   iovec vector_{};
@@ -76,19 +77,28 @@ class recv_from_awaiter : public message_awaiter {
 
 }  // namespace detail
 
-/// A UDP socket. Move-only; closes on destruction. send_to and recv_from are awaitables with the
-/// error, cancellation and resumption rules of tcp_stream's operations. Several tasks may receive on
-/// one socket at once (on any workers): each datagram goes to exactly one of them, as with Go's
-/// PacketConn. Cancel them before closing or destroying the socket (moving it while one waits is
-/// fine); a receive closed under, on any thread, still ends with std::errc::operation_canceled
-/// (README, Limitations). recv_from is cancel-safe, as a stream's reads are: a receive cancelled (a
-/// lost when_any, a deadline) just as its datagram arrived leaves it with the socket, whose next
-/// receive returns it first (one already waiting in the kernel is not woken for it).
+/// A UDP socket. Move-only; closes on destruction. send_to and recv_from (and, once connected, send and recv) are
+/// awaitables with the error, cancellation and resumption rules of tcp_stream's operations. Several tasks may
+/// receive on one socket at once (on any workers): each datagram goes to exactly one of them, as with Go's
+/// PacketConn. Cancel them before closing or destroying the socket (moving it while one waits is fine); a receive
+/// closed under, on any thread, still ends with std::errc::operation_canceled (README, Limitations). recv_from
+/// and recv are cancel-safe, as a stream's reads are: a receive cancelled (a lost when_any, a deadline) just as
+/// its datagram arrived leaves it with the socket, whose next receive returns it first (one already waiting in
+/// the kernel is not woken for it).
 ///
 ///     auto socket = corio::net::udp_socket::bind(corio::net::endpoint::loopback_v4(0));
 ///     co_await socket.send_to(std::as_bytes(std::span("hi", 2)), peer);
 ///     std::array<std::byte, 1500> buffer;
 ///     corio::net::datagram got = co_await socket.recv_from(buffer);   // got.size, got.from, got.truncated
+///
+/// Connected, as Go's net.DialUDP and tokio's UdpSocket::connect make one: send and recv need no
+/// address, the kernel drops datagrams from anyone else, and an ICMP error for a datagram sent (port
+/// unreachable: nothing listens there) ends a later receive or send with std::errc::connection_refused.
+///
+///     auto socket = corio::net::udp_socket::bind(corio::net::endpoint::any_v4(0));
+///     socket.connect(server);
+///     co_await socket.send(request);
+///     corio::net::datagram reply = co_await socket.recv(buffer);     // or connection_refused
 class udp_socket {
  public:
   udp_socket() noexcept = default;
@@ -127,8 +137,36 @@ class udp_socket {
     return {socket_.id(), buffer, kept_.get(), recv_from_name, &error};
   }
 
+  /// Makes `peer` the socket's default destination and its only source: from then on the kernel drops
+  /// datagrams from other addresses (those already queued, or kept by a cancelled receive, are still
+  /// delivered). Returns at once: nothing is sent, so a peer that is not there shows only later, as
+  /// connection_refused from a send or receive. Connecting again changes the peer. Throws
+  /// std::system_error naming "corio::net::udp_socket::connect" and the peer, or stores the error.
+  void connect(const endpoint& peer);
+  void connect(const endpoint& peer, std::error_code& error) noexcept;
+
+  /// Sends one datagram to the connected peer; yields the bytes sent. Without a peer it fails with
+  /// std::errc::destination_address_required.
+  detail::send_to_awaiter send(std::span<const std::byte> data) noexcept {
+    return {corio::detail::io_kind::sendmsg, socket_.id(), data.data(), data.size(), nullptr, send_name, nullptr};
+  }
+  detail::send_to_awaiter send(std::span<const std::byte> data, std::error_code& error) noexcept {
+    return {corio::detail::io_kind::sendmsg, socket_.id(), data.data(), data.size(), nullptr, send_name, &error};
+  }
+
+  /// Receives one datagram from the connected peer, as recv_from does (its `from` is the peer).
+  detail::recv_from_awaiter recv(std::span<std::byte> buffer) noexcept {
+    return {socket_.id(), buffer, kept_.get(), recv_name, nullptr};
+  }
+  detail::recv_from_awaiter recv(std::span<std::byte> buffer, std::error_code& error) noexcept {
+    return {socket_.id(), buffer, kept_.get(), recv_name, &error};
+  }
+
   endpoint local_endpoint() const;
   endpoint local_endpoint(std::error_code& error) const noexcept;
+  /// The connected peer; std::errc::not_connected before connect.
+  endpoint peer_endpoint() const;
+  endpoint peer_endpoint(std::error_code& error) const noexcept;
   bool is_open() const noexcept { return socket_.is_open(); }
   int native_handle() const noexcept { return socket_.get(); }
   void close() noexcept {
@@ -141,6 +179,8 @@ class udp_socket {
  private:
   static constexpr const char* send_to_name = "corio::net::udp_socket::send_to";
   static constexpr const char* recv_from_name = "corio::net::udp_socket::recv_from";
+  static constexpr const char* send_name = "corio::net::udp_socket::send";
+  static constexpr const char* recv_name = "corio::net::udp_socket::recv";
   // Datagrams received for cancelled receives, for the next ones: one allocation the socket owns, so
   // that a receive in flight keeps into it wherever the socket has moved (null: no socket). Declared
   // first, destroyed last: after the socket's close, which waits for a receive keeping a datagram
