@@ -178,12 +178,17 @@ def nobody_answering():
     check(status == 1 and counts == (3, 0, 3, 0, 0, 0) and "rtt -" in said and took < 5,
           f"a silent port: 3 pings lost to their timeouts, exit status 1, in under 5 s (got {status} after "
           f"{took:.1f} s: {said})")
-    # Now closed: the kernel answers each ping with port unreachable, so each is refused without its timeout.
+    # Now closed: the kernel answers each ping with port unreachable, so each is refused without its timeout;
+    # with eight flows on two workers, the refusals reach receives waiting in either worker's reactor.
     began = time.monotonic()
     status, counts, said = ping(port, "--count", "3", "--interval", "0", "--timeout", "30")
     took = time.monotonic() - began
     check(status == 1 and counts == (3, 0, 3, 0, 0, 3) and took < 10,
           f"a closed port: 3 pings refused at once, exit status 1 (got {status} after {took:.1f} s: {said})")
+    status, counts, said = ping(port, "--count", "20", "--interval", "0.01", "--timeout", "30", "--flows", "8",
+                                "--threads", "2")
+    check(status == 1 and counts == (160, 0, 160, 0, 0, 160),
+          f"a closed port, 8 flows on 2 workers: 160 pings refused (got {status}: {said})")
 
 
 def main():
