@@ -1,7 +1,7 @@
 // A connected corio::net::udp_socket, typed over both backends: send and recv without addresses,
 // datagrams from anyone but the peer dropped, an ICMP port-unreachable ending a receive (one already
 // waiting, or one that starts after it) or the next send with connection_refused, and the misuses: a
-// send with no peer, a peer of the other family, the peer asked for before connect.
+// send with no peer, a peer of the other family, the peer asked for before connect; over IPv4 and IPv6.
 #include <corio/event_loop.hpp>
 #include <corio/join_handle.hpp>
 #include <corio/net/udp_socket.hpp>
@@ -108,6 +108,33 @@ TYPED_TEST(udp_connected, a_peer_that_is_not_there_is_refused) {
     co_await b.send_to(bytes("here"), a.local_endpoint());
     corio::net::datagram got = co_await corio::with_timeout(5s, a.recv(buffer));
     EXPECT_EQ(text(std::span<const std::byte>(buffer, got.size)), "here");
+  });
+}
+
+// The same over IPv6, where the refusal is an ICMPv6 port-unreachable.
+TYPED_TEST(udp_connected, ipv6_round_trip_and_refusal) {
+  std::error_code error;
+  auto a = udp_socket::bind(endpoint::loopback_v6(0), error);
+  if (error) {
+    GTEST_SKIP() << "no IPv6 loopback here: " << error.message();
+  }
+  run_on_loop(TestFixture::backend, [&]() -> corio::task<void> {
+    auto b = udp_socket::bind(endpoint::loopback_v6(0));
+    a.connect(b.local_endpoint());
+    co_await a.send(bytes("six"));
+    std::byte buffer[16];
+    corio::net::datagram got = co_await b.recv_from(buffer);
+    EXPECT_EQ(got.from, a.local_endpoint());
+    co_await b.send_to(bytes("xis"), got.from);
+    got = co_await a.recv(buffer);
+    EXPECT_EQ(text(std::span<const std::byte>(buffer, got.size)), "xis");
+    endpoint nobody = b.local_endpoint();
+    b.close();  // nothing listens at its port now
+    a.connect(nobody);
+    co_await a.send(bytes("anyone?"));
+    std::error_code refused;
+    co_await corio::with_timeout(5s, a.recv(buffer, refused));
+    EXPECT_EQ(refused, std::errc::connection_refused) << refused.message();
   });
 }
 
