@@ -21,10 +21,10 @@ void message_awaiter::prepare() noexcept {
   if (op_.kind == corio::detail::io_kind::recvmsg) {
     message_.msg_name = &address_;
     message_.msg_namelen = sizeof(address_);
-  } else if (addressed_) {
-    std::memcpy(&address_, peer_.data(), peer_.size());
+  } else if (to_) {
+    std::memcpy(&address_, to_->data(), to_->size());
     message_.msg_name = &address_;
-    message_.msg_namelen = peer_.size();
+    message_.msg_namelen = to_->size();
   }  // else the connected peer: no name
   op_.buffer = &message_;
 }

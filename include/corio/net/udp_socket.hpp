@@ -6,6 +6,7 @@
 #include <coroutine>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <span>
 #include <system_error>
 #include <utility>
@@ -27,16 +28,16 @@ struct datagram {
 
 namespace detail {
 
-/// sendmsg/recvmsg with an address; the msghdr lives in the awaiter (the awaiting frame).
+/// sendmsg/recvmsg, with an address or to the connected peer; the msghdr lives in the awaiter (the awaiting frame).
 class message_awaiter : public corio::detail::io_awaiter {
  public:
   message_awaiter(corio::detail::io_kind kind, corio::detail::socket_id socket, const void* data, std::size_t size,
                   const endpoint* to, const char* what, std::error_code* error) noexcept
-      : io_awaiter(what, error), data_(const_cast<void*>(data)), size_(size), addressed_(to != nullptr) {
+      : io_awaiter(what, error), data_(const_cast<void*>(data)), size_(size) {
     op_.kind = kind;
     target(socket);
     if (to != nullptr) {
-      peer_ = *to;
+      to_ = *to;
     }
   }
   message_awaiter(message_awaiter&& other) noexcept = default;
@@ -52,8 +53,7 @@ class message_awaiter : public corio::detail::io_awaiter {
 
   void* data_;
   std::size_t size_;
-  bool addressed_;  // a send with a destination of its own (send_to), not the connected peer's (send)
-  endpoint peer_;
+  std::optional<endpoint> to_;  // a send's own destination (send_to); none: the connected peer (send)
   sockaddr_storage address_{};
   iovec vector_{};
   msghdr message_{};
