@@ -21,13 +21,21 @@
 //   futex, and producers wake it only if it is actually parked (see detail/parker.hpp). Once the
 //   loop has done I/O it parks in its reactor instead, and each round first reaps finished I/O without
 //   blocking (detail/io_slot.hpp).
+// Blocking calls: the loop owns a blocking pool as a runtime does (spawn_blocking, and resolve's
+//   getaddrinfo), with no thread until the first call. A call that returns wakes its awaiter through
+//   the loop's executor entry point, that is a post; one that returns after the loop was closed
+//   finds the post refused, and its frame goes with the loop's roots (step 4 or 6 below).
 // Shutdown (destructor), in order:
 //   1. close the post queue, so post() returns false;
 //   2. forget the ready queue (those handles belong to roots destroyed next);
 //   3. cancel and reap every I/O operation in flight, so the kernel holds no pointer into a frame;
-//   4. close the registry and destroy every root frame, newest first, which destroys the tasks each
-//      awaits and wakes their joiners on other executors with corio::cancelled;
-//   5. destroy the posted functors that never ran, without running them.
+//   4. close the registry and destroy the root frames that wait for no blocking call, newest first,
+//      which destroys the tasks each awaits and wakes their joiners on other executors with
+//      corio::cancelled (first, because one of them may hold what a blocking call waits for, such as
+//      the receiving end of the channel it fills: the runtime's order);
+//   5. shut the blocking pool down: calls not started are dropped, running ones are waited for;
+//   6. destroy the remaining root frames, newest first;
+//   7. destroy the posted functors that never ran, without running them.
 #include <atomic>
 #include <chrono>
 #include <concepts>
@@ -40,6 +48,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <corio/detail/blocking_pool.hpp>
 #include <corio/detail/executor.hpp>
 #include <corio/detail/io_slot.hpp>
 #include <corio/detail/parker.hpp>
@@ -64,6 +73,9 @@ namespace detail {
 
 /// The loop running on this thread, or null. Set for the duration of run()/run_until_idle().
 extern thread_local constinit event_loop* current_loop;
+
+/// The blocking pool of the loop running on this thread, or null (current_blocking_pool's loop part).
+blocking_pool* loop_blocking_pool() noexcept;
 
 /// The first exception that escaped a task or functor of a loop, for run() to rethrow. Shared with
 /// the loop's failure sink, which may outlive the loop (a join_handle detached late).
@@ -215,6 +227,7 @@ class event_loop final : private detail::executor {
 
   friend struct detail::schedule_on_awaiter;
   friend void detail::complete_pending_hop() noexcept;
+  friend detail::blocking_pool* detail::loop_blocking_pool() noexcept;
   void check_hop(const detail::promise_base* chain);
   bool accept_hop(detail::promise_base* chain, std::coroutine_handle<> handle) noexcept;
   bool move_and_post(detail::promise_base* chain, std::coroutine_handle<> handle) noexcept;
@@ -236,6 +249,7 @@ class event_loop final : private detail::executor {
   std::shared_ptr<const detail::failure_sink> sink_;
   std::atomic<int> hops_in_flight_{0};  // schedule_on hops checked but not yet completed
   std::atomic<bool> running_{false};     // a thread is inside run(), run_until_idle() or block_on()
+  detail::blocking_pool blocking_;        // spawn_blocking's threads, started by the first call
 };
 
 /// `co_await corio::schedule_on(loop)` moves the awaiting coroutine onto `loop`: it continues on that

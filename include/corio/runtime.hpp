@@ -62,7 +62,7 @@ class runtime {
     /// taskset or a container's cpuset sets for the whole process).
     std::size_t workers = 0;
     /// Upper bound on spawn_blocking threads; at least 1 (0 throws std::invalid_argument).
-    std::size_t max_blocking_threads = 64;
+    std::size_t max_blocking_threads = detail::default_blocking_threads;
     /// Called (on a worker thread) with an exception that escaped a task nobody joins; by default it
     /// is printed to stderr.
     std::function<void(std::exception_ptr)> on_unhandled_exception = {};
@@ -239,7 +239,7 @@ class [[nodiscard]] blocking_awaiter {
   bool await_suspend(std::coroutine_handle<Promise> self) {
     blocking_pool* pool = current_blocking_pool();
     if (pool == nullptr) {
-      throw std::logic_error("corio::spawn_blocking: not on a runtime worker thread");
+      throw std::logic_error("corio::spawn_blocking: not on an event loop's thread or a runtime worker");
     }
     stop_state* stop = stop_token_of(self);
     if (stop != nullptr && stop->stop_requested()) {
@@ -306,17 +306,20 @@ class [[nodiscard]] blocking_awaiter {
 
 }  // namespace detail
 
-/// Runs `fn` on the runtime's blocking thread pool (bounded by options::max_blocking_threads) and
-/// completes with its result or exception; the awaiting task resumes on a worker. Use it for blocking
+/// Runs `fn` on the runtime's blocking thread pool (bounded by options::max_blocking_threads), or on
+/// an event loop's (up to 64 threads, none until the first call), and completes with its result or
+/// exception; the awaiting task resumes on a worker, or on the loop's thread. Use it for blocking
 /// system calls and long computations so they never stall a worker. If the awaiting task is cancelled
 /// (join_handle::cancel, with_timeout, when_any), the await completes at once with corio::cancelled
 /// and the call, which cannot be interrupted, runs on detached: its result is discarded, and whatever
-/// `fn` refers to in the awaiting frame may be gone by then, so capture by value. The awaiter
-/// is movable until awaited. Throws std::logic_error when awaited outside a runtime worker, and
-/// corio::runtime_stopped during shutdown. It is lazy, like every corio awaitable: `fn` starts when the
-/// awaiter is awaited, not when spawn_blocking returns (tokio's starts at once); to run it beside the
-/// awaiting task, spawn a task that awaits it. With g++ 12, name a capturing lambda (or the awaiter)
-/// before the co_await: a temporary in the awaited expression is destroyed twice (README, Limitations).
+/// `fn` refers to in the awaiting frame may be gone by then, so capture by value. A runtime's shutdown
+/// and a loop's destructor wait for the calls still running. The awaiter is movable until awaited.
+/// Throws std::logic_error when awaited outside a runtime worker or an event loop's thread (sync_wait
+/// on a plain thread), and corio::runtime_stopped during shutdown. It is lazy, like every corio
+/// awaitable: `fn` starts when the awaiter is awaited, not when spawn_blocking returns (tokio's starts
+/// at once); to run it beside the awaiting task, spawn a task that awaits it. With g++ 12, name a
+/// capturing lambda (or the awaiter) before the co_await: a temporary in the awaited expression is
+/// destroyed twice (README, Limitations).
 ///
 ///     std::string text = co_await corio::spawn_blocking([] { return read_file("big.txt"); });
 ///     co_await corio::with_timeout(50ms, corio::spawn_blocking(slow_call));   // returns after 50 ms

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include <corio/join_handle.hpp>
 
@@ -17,6 +18,8 @@ thread_local constinit event_loop* current_loop = nullptr;
 thread_local constinit executor* current_executor = nullptr;
 thread_local constinit int frames_in_teardown = 0;
 thread_local constinit executor* current_sync_wait = nullptr;
+
+blocking_pool* loop_blocking_pool() noexcept { return current_loop != nullptr ? &current_loop->blocking_ : nullptr; }
 
 }  // namespace detail
 
@@ -96,7 +99,8 @@ event_loop::event_loop(io_backend backend)
         } else if (!errors->first) {
           errors->first = std::move(failure);
         }
-      })) {}
+      })),
+      blocking_(detail::default_blocking_threads, detail::blocking_keep_alive) {}
 
 event_loop::~event_loop() {
   if (running_.load(std::memory_order_acquire) && detail::current_loop != this) {
@@ -109,6 +113,12 @@ event_loop::~event_loop() {
                stderr);
     std::abort();
   }
+  if (blocking_.runs_this_thread()) {
+    std::fputs("corio::event_loop: destroyed by one of its own spawn_blocking calls, whose return the "
+               "destruction would wait for\n",
+               stderr);
+    std::abort();
+  }
   posts_.close();
   // A hop checked before this destructor began may still be completing on the thread it leaves; it
   // touches this loop until it has either posted here or given the root back.
@@ -117,7 +127,9 @@ event_loop::~event_loop() {
   }
   ready_.clear();
   io_.shutdown();
-  roots_.destroy_all();
+  std::vector<detail::root_base*> roots;
+  roots_.take_all(roots);
+  detail::root_registry::destroy_around_pool(roots, [this]() noexcept { blocking_.shutdown(); });
   std::lock_guard lock(errors_->mutex);
   errors_->loop_alive = false;
 }

@@ -8,6 +8,8 @@
 #include <string>
 #include <thread>
 
+#include <corio/event_loop.hpp>
+
 #include "scheduler.hpp"
 #include "worker.hpp"
 
@@ -46,7 +48,7 @@ std::unique_ptr<detail::scheduler> make_scheduler(runtime::options opts) {
 namespace detail {
 
 blocking_pool* current_blocking_pool() noexcept {
-  return current_worker != nullptr ? &current_worker->owner().blocking() : nullptr;
+  return current_worker != nullptr ? &current_worker->owner().blocking() : loop_blocking_pool();
 }
 
 }  // namespace detail

@@ -1,7 +1,6 @@
 // The multi-thread runtime's shared state; the design note is in scheduler.hpp.
 #include "scheduler.hpp"
 
-#include <algorithm>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -15,7 +14,6 @@ namespace corio::detail {
 
 namespace {
 constexpr auto drain_grace = std::chrono::seconds(1);
-constexpr auto blocking_keep_alive = std::chrono::milliseconds(10'000);
 }  // namespace
 
 scheduler::scheduler(scheduler_options options)
@@ -91,13 +89,10 @@ void scheduler::shutdown() {
   for (root_registry& registry : registries_) {
     registry.take_all(roots);
   }
-  auto waiting_for_pool = std::partition(roots.begin(), roots.end(), [](const root_base* root) {
-    return root->blocking_waits.load(std::memory_order_relaxed) == 0;
+  root_registry::destroy_around_pool(roots, [this]() noexcept {
+    blocking_.shutdown();                                                                 // 6
+    inject_.clear();                                                                      // 7
   });
-  root_registry::destroy_newest_first(std::span(roots.begin(), waiting_for_pool));
-  blocking_.shutdown();                                                                   // 6
-  inject_.clear();                                                                        // 7
-  root_registry::destroy_newest_first(std::span(waiting_for_pool, roots.end()));
 }
 
 bool scheduler::drain_deadline_passed() const noexcept {

@@ -1,5 +1,6 @@
 // tcp_stream::connect over several addresses, and by name, typed over both backends: the first
-// address that accepts wins, the last failure is reported, and a cancellation stops the attempts.
+// address that accepts wins, the last failure is reported, and a cancellation stops the attempts; by
+// name on an event loop too (its blocking pool looks the name up).
 #include <corio/net/tcp_listener.hpp>
 #include <corio/net/tcp_stream.hpp>
 #include <corio/runtime.hpp>
@@ -111,6 +112,16 @@ TYPED_TEST(connect, a_host_name_is_resolved_and_its_addresses_tried) {
     EXPECT_TRUE(error) << "connecting to an unknown name succeeded";
     EXPECT_THROW(co_await tcp_stream::connect("no-such-host.invalid", 80), std::system_error);
   }());
+}
+
+TYPED_TEST(connect, a_host_name_is_resolved_on_an_event_loop_too) {
+  corio::test::run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
+    tcp_stream stream = co_await tcp_stream::connect("localhost", listener.local_endpoint().port());
+    EXPECT_EQ(stream.peer_endpoint(), listener.local_endpoint());
+    tcp_stream accepted = co_await listener.accept();
+    EXPECT_EQ(accepted.peer_endpoint(), stream.local_endpoint());
+  });
 }
 
 }  // namespace

@@ -28,6 +28,11 @@
 
 namespace corio::detail {
 
+/// A runtime's default bound on its blocking threads (runtime::options), and an event loop's bound.
+inline constexpr std::size_t default_blocking_threads = 64;
+/// How long an idle blocking thread waits for a job before it exits.
+inline constexpr std::chrono::milliseconds blocking_keep_alive{10'000};
+
 class blocking_pool {
  public:
   struct job {

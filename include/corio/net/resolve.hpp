@@ -12,8 +12,9 @@ namespace corio::net {
 /// Resolves `host` (a name, or a numeric IPv4/IPv6 address, the IPv6 one bare or in brackets as in
 /// "[::1]") to the endpoints with `port`, in the order getaddrinfo prefers (TCP, both families). A
 /// numeric host is parsed at once, anywhere, by endpoint::parse(host, port). A name is looked up with
-/// getaddrinfo on the runtime's blocking pool (spawn_blocking), so the worker keeps running other
-/// tasks; on an event loop, which has no blocking pool, a name throws std::logic_error.
+/// getaddrinfo on the blocking pool of the runtime or event loop (spawn_blocking), so the worker or
+/// loop keeps running other tasks; on a plain thread (sync_wait), which has none, a name throws
+/// std::logic_error.
 /// Failure throws std::system_error in resolve_category() naming "corio::net::resolve" and the host,
 /// with a hint when the host looks like "host:port" (the port is the separate argument). A host holding
 /// a NUL character fails so at once (EAI_NONAME), before any parse or lookup, on a loop too. The lookup

@@ -111,10 +111,10 @@ class tcp_stream {
   /// cancellation ends it at once, without trying the addresses left.
   static task<tcp_stream> connect(std::vector<endpoint> peers);
   static task<tcp_stream> connect(std::vector<endpoint> peers, std::error_code& error);
-  /// Resolves `host` with corio::net::resolve (a name, as opposed to an address, needs a runtime) and
-  /// connects to its addresses in turn, as above. The error_code form stores resolve's errors, and a
-  /// cancellation or deadline during the lookup, too. A name awaited off a runtime worker (on an event
-  /// loop) makes either form throw std::logic_error, a misuse; a numeric address works anywhere.
+  /// Resolves `host` with corio::net::resolve (a name, as opposed to an address, needs a runtime or an
+  /// event loop) and connects to its addresses in turn, as above. The error_code form stores resolve's
+  /// errors, and a cancellation or deadline during the lookup, too. A name awaited on a plain thread
+  /// (sync_wait) makes either form throw std::logic_error, a misuse; a numeric address works anywhere.
   static task<tcp_stream> connect(std::string host, std::uint16_t port);
   static task<tcp_stream> connect(std::string host, std::uint16_t port, std::error_code& error);
 

@@ -1,0 +1,230 @@
+// spawn_blocking on an event loop: the loop's own blocking pool (event_loop.hpp, "Blocking calls").
+// What a user of a single-thread loop expects from tokio's current-thread runtime: a blocking call
+// runs beside the loop, which keeps serving its other tasks; its result, or its exception, comes back
+// on the loop's thread; a deadline leaves it running, detached; and the loop's destructor neither
+// frees a frame under a call still running nor waits for a call that only a frame's destruction ends.
+#include <corio/channel.hpp>
+#include <corio/errors.hpp>
+#include <corio/event.hpp>
+#include <corio/event_loop.hpp>
+#include <corio/runtime.hpp>
+#include <corio/sync_wait.hpp>
+#include <corio/task.hpp>
+#include <corio/time.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// Waits (off the loop) until `flag` is set, for at most 10 s; whether it was.
+bool wait_for(const std::atomic<bool>& flag) {
+  auto give_up = std::chrono::steady_clock::now() + 10s;
+  while (!flag.load() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(1ms);
+  }
+  return flag.load();
+}
+
+corio::task<void> set_flag(std::shared_ptr<std::atomic<bool>> flag) {
+  flag->store(true);
+  co_return;
+}
+
+// The call does not return until a task on the loop has run, so the loop ran while it blocked; it
+// reports the thread it ran on.
+corio::task<void> block_beside_another_task() {
+  auto other_ran = std::make_shared<std::atomic<bool>>(false);
+  corio::spawn(set_flag(other_ran)).detach();
+  auto call = [other_ran] { return std::make_pair(wait_for(*other_ran), std::this_thread::get_id()); };
+  auto op = corio::spawn_blocking(call);
+  auto [loop_ran_meanwhile, call_thread] = co_await std::move(op);
+  EXPECT_TRUE(loop_ran_meanwhile) << "the loop stood still while the call blocked";
+  EXPECT_NE(call_thread, std::this_thread::get_id());
+}
+
+TEST(event_loop_blocking, a_call_runs_on_another_thread_while_the_loop_serves_its_other_tasks) {
+  corio::event_loop loop;
+  loop.block_on(block_beside_another_task());
+}
+
+TEST(event_loop_blocking, the_value_and_the_exception_of_a_call_come_back_to_the_loop_thread) {
+  corio::event_loop loop;
+  const auto loop_thread = std::this_thread::get_id();
+  auto body = [loop_thread]() -> corio::task<std::string> {
+    auto failing = [] {
+      throw std::runtime_error("from the pool");
+      return 0;
+    };
+    auto op = corio::spawn_blocking(failing);
+    EXPECT_THROW(co_await std::move(op), std::runtime_error);
+    EXPECT_EQ(std::this_thread::get_id(), loop_thread);
+    auto make = [] { return std::string("made off the loop"); };
+    auto made = corio::spawn_blocking(make);
+    std::string value = co_await std::move(made);
+    EXPECT_EQ(std::this_thread::get_id(), loop_thread);
+    co_return value;
+  };
+  EXPECT_EQ(loop.block_on(body()), "made off the loop");
+}
+
+// A deadline ends the await at once; the call runs on, detached, and still returns.
+TEST(event_loop_blocking, a_deadline_returns_at_once_and_leaves_the_call_running) {
+  auto release = std::make_shared<std::atomic<bool>>(false);
+  auto returned = std::make_shared<std::atomic<bool>>(false);
+  {
+    corio::event_loop loop;
+    auto body = [release, returned]() -> corio::task<void> {
+      auto call = [release, returned] {
+        wait_for(*release);
+        returned->store(true);
+      };
+      auto op = corio::spawn_blocking(call);
+      EXPECT_THROW(co_await corio::with_timeout(20ms, std::move(op)), corio::timed_out);
+    };
+    loop.block_on(body());
+    EXPECT_FALSE(returned->load());
+    release->store(true);
+  }  // the destructor waits for the call to return
+  EXPECT_TRUE(returned->load());
+}
+
+// A call that returns while no thread runs the loop wakes its task in the loop's next run.
+TEST(event_loop_blocking, a_call_returning_between_two_runs_resumes_its_task_in_the_next) {
+  corio::event_loop loop;
+  auto release = std::make_shared<std::atomic<bool>>(false);
+  auto returned = std::make_shared<std::atomic<bool>>(false);
+  int result = 0;
+  auto waiter = [&result, release, returned]() -> corio::task<void> {
+    auto call = [release, returned] {
+      wait_for(*release);
+      returned->store(true);
+      return 42;
+    };
+    auto op = corio::spawn_blocking(call);
+    result = co_await std::move(op);
+  };
+  loop.spawn(waiter());
+  loop.run_until_idle();  // the task is parked on the call
+  EXPECT_EQ(result, 0);
+  release->store(true);
+  ASSERT_TRUE(wait_for(*returned));
+  auto resumed = [&result]() -> corio::task<void> {
+    while (result == 0) {
+      co_await corio::sleep_for(1ms);
+    }
+  };
+  EXPECT_NO_THROW(loop.block_on(resumed()));
+  EXPECT_EQ(result, 42);
+}
+
+// Destroyed while a call runs, the loop waits for it before it frees the frame awaiting it (the call
+// may use that frame's locals until it returns).
+struct frame_marker {
+  std::shared_ptr<std::atomic<bool>> destroyed;
+  ~frame_marker() { destroyed->store(true); }
+};
+
+corio::task<void> park_on_a_slow_call(std::shared_ptr<std::atomic<bool>> destroyed,
+                                      std::shared_ptr<std::atomic<bool>> started,
+                                      std::shared_ptr<std::atomic<bool>> frame_outlived_call) {
+  frame_marker marker{destroyed};
+  auto call = [destroyed, started, frame_outlived_call] {
+    started->store(true);
+    std::this_thread::sleep_for(200ms);
+    frame_outlived_call->store(!destroyed->load());
+  };
+  auto op = corio::spawn_blocking(call);
+  co_await std::move(op);
+}
+
+TEST(event_loop_blocking, the_destructor_frees_a_frame_awaiting_a_call_only_after_the_call_returned) {
+  auto destroyed = std::make_shared<std::atomic<bool>>(false);
+  auto started = std::make_shared<std::atomic<bool>>(false);
+  auto frame_outlived_call = std::make_shared<std::atomic<bool>>(false);
+  {
+    corio::event_loop loop;
+    loop.spawn(park_on_a_slow_call(destroyed, started, frame_outlived_call));
+    loop.run_until_idle();
+    ASSERT_TRUE(wait_for(*started));
+  }
+  EXPECT_TRUE(destroyed->load());
+  EXPECT_TRUE(frame_outlived_call->load()) << "the frame went before its blocking call returned";
+}
+
+// A call that waits on a channel whose sender another parked task holds: the destructor must destroy
+// that task's frame (closing the channel, which ends the call) before it waits for the pool, or it
+// would wait forever.
+corio::task<void> hold_until(std::shared_ptr<corio::event> never, corio::sender<int> held) {
+  co_await never->wait();
+  (void)held;
+}
+
+corio::task<void> drain_off_the_loop(corio::receiver<int> from, std::shared_ptr<std::atomic<bool>> started,
+                                     std::shared_ptr<std::atomic<bool>> call_ended) {
+  auto call = [from = std::move(from), started, call_ended]() mutable {
+    started->store(true);
+    while (from.recv_blocking()) {
+    }
+    call_ended->store(true);
+  };
+  auto op = corio::spawn_blocking(std::move(call));
+  co_await std::move(op);
+}
+
+TEST(event_loop_blocking, the_destructor_does_not_wait_for_a_call_that_only_a_frame_s_destruction_ends) {
+  auto [tx, rx] = corio::channel<int>(1);
+  auto call_ended = std::make_shared<std::atomic<bool>>(false);
+  auto started = std::make_shared<std::atomic<bool>>(false);
+  auto never = std::make_shared<corio::event>();
+  {
+    corio::event_loop loop;
+    loop.spawn(hold_until(never, std::move(tx)));
+    loop.spawn(drain_off_the_loop(std::move(rx), started, call_ended));
+    loop.run_until_idle();
+    ASSERT_TRUE(wait_for(*started));
+  }
+  EXPECT_TRUE(call_ended->load());
+}
+
+TEST(event_loop_blocking, a_plain_thread_has_no_pool) {
+  auto body = []() -> corio::task<void> {
+    auto op = corio::spawn_blocking([] {});
+    co_await std::move(op);
+  };
+  try {
+    corio::sync_wait(body());
+    ADD_FAILURE() << "spawn_blocking under sync_wait on a plain thread did not throw";
+  } catch (const std::logic_error& error) {
+    EXPECT_NE(std::string(error.what()).find("event loop"), std::string::npos) << error.what();
+  }
+}
+
+TEST(event_loop_blocking_death, a_loop_destroyed_by_its_own_blocking_call_aborts_with_a_message) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        auto* loop = new corio::event_loop;
+        auto body = [loop]() -> corio::task<void> {
+          auto destroy = [loop] { delete loop; };
+          auto op = corio::spawn_blocking(destroy);
+          co_await std::move(op);
+        };
+        loop->spawn(body());
+        loop->run_until_idle();
+        std::this_thread::sleep_for(10s);
+      },
+      "destroyed by one of its own spawn_blocking calls");
+}
+
+}  // namespace
