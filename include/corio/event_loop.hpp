@@ -117,9 +117,11 @@ class event_loop final : private detail::executor {
   event_loop();
   /// A loop whose reactor uses `backend` for I/O (see corio/io_backend.hpp).
   explicit event_loop(io_backend backend);
-  /// Destroys the tasks that never finished and the functors that never ran. Must not run while
-  /// another thread runs the loop: that aborts the process with a message. From one of the loop's own
-  /// tasks it is only safe on the way out of the process (std::exit and a static loop).
+  /// Destroys the tasks that never finished and the functors that never ran, and waits for the
+  /// spawn_blocking calls still running to return (see "Shutdown" above). Must not run while another
+  /// thread runs the loop, nor from one of the loop's own blocking calls: either aborts the process
+  /// with a message. From one of the loop's own tasks it is only safe on the way out of the process
+  /// (std::exit and a static loop).
   ~event_loop();
   event_loop(const event_loop&) = delete;
   event_loop& operator=(const event_loop&) = delete;
@@ -182,7 +184,8 @@ class event_loop final : private detail::executor {
   }
 
   /// Runs until no coroutine is ready and no posted functor is waiting, then returns without parking.
-  /// Coroutines suspended on other events stay suspended. Errors as for run().
+  /// Coroutines suspended on other events (I/O, a timer, a spawn_blocking call) stay suspended.
+  /// Errors as for run().
   void run_until_idle();
 
   /// Thread-safe. Makes run() return after its current step and after running every functor that

@@ -239,7 +239,7 @@ class [[nodiscard]] blocking_awaiter {
   bool await_suspend(std::coroutine_handle<Promise> self) {
     blocking_pool* pool = current_blocking_pool();
     if (pool == nullptr) {
-      throw std::logic_error("corio::spawn_blocking: not on an event loop's thread or a runtime worker");
+      throw std::logic_error("corio::spawn_blocking: no event loop or runtime runs on this thread");
     }
     stop_state* stop = stop_token_of(self);
     if (stop != nullptr && stop->stop_requested()) {

@@ -81,7 +81,7 @@ task<std::vector<endpoint>> resolve(std::string host, std::uint16_t port) {
   }
   if (corio::detail::current_blocking_pool() == nullptr) {
     throw std::logic_error(
-        "corio::net::resolve: looking up a name needs an event loop's thread or a runtime worker (its blocking pool)");
+        "corio::net::resolve: looking up a name needs an event loop or runtime on this thread (its blocking pool)");
   }
   // The call owns a copy of the host: cancelled (with_timeout, a task's cancel), this frame goes at once
   // while the call runs on, detached. Named, not a temporary in the co_await (g++ 12, README).
