@@ -210,21 +210,28 @@ TEST(event_loop_blocking, a_plain_thread_has_no_pool) {
   }
 }
 
+// In a death test's child: the loop's destructor, run by the loop's own blocking call once the run
+// has returned (deleted during the run, it would abort for that instead).
+void destroy_a_loop_from_its_own_blocking_call() {
+  auto* loop = new corio::event_loop;
+  auto run_returned = std::make_shared<std::atomic<bool>>(false);
+  auto body = [loop, run_returned]() -> corio::task<void> {
+    auto destroy = [loop, run_returned] {
+      wait_for(*run_returned);
+      delete loop;
+    };
+    auto op = corio::spawn_blocking(destroy);
+    co_await std::move(op);
+  };
+  loop->spawn(body());
+  loop->run_until_idle();
+  run_returned->store(true);
+  std::this_thread::sleep_for(10s);
+}
+
 TEST(event_loop_blocking_death, a_loop_destroyed_by_its_own_blocking_call_aborts_with_a_message) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH(
-      {
-        auto* loop = new corio::event_loop;
-        auto body = [loop]() -> corio::task<void> {
-          auto destroy = [loop] { delete loop; };
-          auto op = corio::spawn_blocking(destroy);
-          co_await std::move(op);
-        };
-        loop->spawn(body());
-        loop->run_until_idle();
-        std::this_thread::sleep_for(10s);
-      },
-      "destroyed by one of its own spawn_blocking calls");
+  EXPECT_DEATH(destroy_a_loop_from_its_own_blocking_call(), "destroyed by one of its own spawn_blocking calls");
 }
 
 }  // namespace
