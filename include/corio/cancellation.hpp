@@ -43,7 +43,9 @@ task<await_result_t<Awaitable>> as_task(Awaitable awaitable) {
 /// normally even after the task was cancelled (Kotlin's withContext(NonCancellable)). For cleanup that
 /// must finish: flushing, releasing a remote lock, a goodbye message. The awaiting task sees its
 /// cancellation again at its next suspension point after the shielded part. Keep shielded work short:
-/// a runtime's shutdown destroys it after the grace period like anything else.
+/// a runtime's shutdown lets it run, whatever it waits for (a socket, a timer, a channel), until every
+/// task has finished or the 1 s grace period has passed, then destroys it like anything else (an
+/// event loop's destructor runs nothing: it destroys it at once).
 ///
 ///     bool stopped = false;
 ///     try { co_await serve(conn); } catch (const corio::cancelled&) { stopped = true; }

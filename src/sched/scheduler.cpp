@@ -1,6 +1,7 @@
 // The multi-thread runtime's shared state; the design note is in scheduler.hpp.
 #include "scheduler.hpp"
 
+#include <algorithm>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -99,6 +100,10 @@ bool scheduler::drain_deadline_passed() const noexcept {
   auto now = std::chrono::steady_clock::now().time_since_epoch();
   return std::chrono::duration_cast<std::chrono::nanoseconds>(now).count() >=
          drain_deadline_ns_.load(std::memory_order_relaxed);
+}
+
+bool scheduler::tasks_unfinished() {
+  return std::any_of(registries_.begin(), registries_.end(), [](root_registry& registry) { return !registry.empty(); });
 }
 
 worker* scheduler::local_worker() const noexcept {

@@ -14,8 +14,12 @@
 //      close and a racing spawn's registration take the same lock: a spawn is either refused or
 //      registered before the close, and then cancelled and destroyed by the steps below);
 //   2. request cancellation of every live root; their stop callbacks wake what is cancellable;
-//   3. drain: wake every worker; each runs what it finds and leaves its loop once it finds nothing
-//      (or after a 1 s grace period, so a task that ignores cancellation cannot hold shutdown forever);
+//   3. drain: wake every worker; each runs what it finds, fires its timers and reaps its I/O, and
+//      leaves its loop once every task has finished and its reactor holds no operation, or after a
+//      1 s grace period (so a task that ignores cancellation cannot hold shutdown forever). Until
+//      then a cancelled task's cleanup may wait, under corio::shield, for a timer, a channel or a
+//      socket alike. (Rejected: leaving once nothing is runnable and no I/O is in flight, which
+//      destroyed a shielded sleep or channel receive at once and gave a socket's the grace period.)
 //   4. join the worker threads;
 //   5. destroy every root frame still registered that waits for no blocking call (root_base::
 //      blocking_waits), with the tasks it awaits, newest first across all shards (a child before the
@@ -92,6 +96,8 @@ class scheduler final : public executor {
   bool work_visible() const noexcept;
   bool draining() const noexcept { return draining_.load(std::memory_order_seq_cst); }
   bool drain_deadline_passed() const noexcept;
+  /// During the drain: whether a task of this runtime has not finished yet (a registry holds it).
+  bool tasks_unfinished();
 
  private:
   /// This thread's worker if it is one of ours, else null.

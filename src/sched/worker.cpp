@@ -19,7 +19,7 @@ constexpr std::chrono::microseconds reactor_spin{50};
 constexpr auto chain_bound = std::chrono::milliseconds(1);
 constexpr std::size_t inject_batch = worker::queue_capacity / 2;
 constexpr std::size_t min_reap = 16;
-constexpr auto drain_io_wait = std::chrono::milliseconds(1);
+constexpr auto drain_wait = std::chrono::milliseconds(1);
 
 std::coroutine_handle<> as_handle(void* address) noexcept { return std::coroutine_handle<>::from_address(address); }
 
@@ -61,10 +61,12 @@ void worker::run() {
       continue;
     }
     if (owner_.draining()) {
-      if (!io_.has_work() || owner_.drain_deadline_passed()) {
+      if (owner_.drain_deadline_passed() || (!io_.has_work() && !owner_.tasks_unfinished())) {
         break;
       }
-      parker_.park_unless_notified(drain_io_wait);  // the cancelled operations end in the reactor's wait
+      // The cancelled operations end in the reactor's wait; a task's timers, channels and those of
+      // other workers wake it too, or this short park ends and the loop looks again.
+      parker_.park_unless_notified(drain_wait);
       continue;
     }
     park();

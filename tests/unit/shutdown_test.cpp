@@ -263,6 +263,47 @@ TEST(shutdown, a_blocking_call_waiting_on_a_frame_that_outlived_the_grace_does_n
   }
 }
 
+// A cancelled task's cleanup, shielded, waits for a timer, or for a channel that a plain thread fills
+// after the shutdown began: the grace period covers it as it covers a socket operation. (A user
+// trial: both were destroyed at once, unfinished, since a worker left its drain as soon as nothing
+// was runnable and no I/O was in flight, while a shielded socket receive got the grace period.)
+enum class cleanup_wait { timer, channel };
+
+corio::task<void> clean_up_after_cancel(cleanup_wait wait, corio::receiver<int> rx,
+                                        std::shared_ptr<std::atomic<bool>> done) {
+  try {
+    co_await corio::sleep_for(1h);
+  } catch (const corio::cancelled&) {
+  }
+  if (wait == cleanup_wait::timer) {
+    co_await corio::shield(corio::sleep_for(100ms));
+  } else {
+    auto ack = rx.recv();  // named: see blocking_call_under_timeout
+    EXPECT_EQ(co_await corio::shield(std::move(ack)), 1);
+  }
+  done->store(true);
+}
+
+TEST(shutdown, a_cancelled_task_s_shielded_cleanup_may_wait_for_a_timer_or_a_channel_within_the_grace) {
+  for (cleanup_wait wait : {cleanup_wait::timer, cleanup_wait::channel}) {
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    auto [tx, rx] = corio::channel<int>(1);
+    std::thread feeder;
+    {
+      corio::runtime rt(workers(2));
+      rt.spawn(clean_up_after_cancel(wait, std::move(rx), done)).detach();
+      std::this_thread::sleep_for(30ms);
+      feeder = std::thread([tx = std::move(tx)]() mutable {
+        std::this_thread::sleep_for(100ms);
+        (void)tx.send_blocking(1);
+      });
+      rt.shutdown();
+    }
+    feeder.join();
+    EXPECT_TRUE(done->load()) << (wait == cleanup_wait::timer ? "timer" : "channel") << ": the cleanup was cut short";
+  }
+}
+
 // The other side of that order: a frame parked in a shielded spawn_blocking is destroyed only after
 // the call returned, because the call may use the frame's locals until then.
 struct frame_marker {

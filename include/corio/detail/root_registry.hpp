@@ -46,6 +46,12 @@ class root_registry {
     }
   }
 
+  /// Whether no root is registered: every task this registry held has finished (or moved away).
+  bool empty() {
+    std::lock_guard lock(mutex_);
+    return head_ == nullptr;
+  }
+
   /// From now on try_add() refuses.
   void close() {
     std::lock_guard lock(mutex_);
