@@ -117,11 +117,11 @@ class event_loop final : private detail::executor {
   event_loop();
   /// A loop whose reactor uses `backend` for I/O (see corio/io_backend.hpp).
   explicit event_loop(io_backend backend);
-  /// Destroys the tasks that never finished and the functors that never ran, and waits for the
-  /// spawn_blocking calls still running to return (see "Shutdown" above). Must not run while another
-  /// thread runs the loop, nor from one of the loop's own blocking calls: either aborts the process
-  /// with a message. From one of the loop's own tasks it is only safe on the way out of the process
-  /// (std::exit and a static loop).
+  /// Destroys the tasks that never finished and the functors that never ran, waits for the
+  /// spawn_blocking calls running on its pool's threads to return and drops those not started (see
+  /// "Shutdown" above). Must not run while another thread runs the loop, nor from one of the loop's
+  /// own blocking calls: either aborts the process with a message. From one of the loop's own tasks
+  /// it is only safe on the way out of the process (std::exit and a static loop).
   ~event_loop();
   event_loop(const event_loop&) = delete;
   event_loop& operator=(const event_loop&) = delete;

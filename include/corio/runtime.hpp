@@ -313,7 +313,9 @@ class [[nodiscard]] blocking_awaiter {
 /// (join_handle::cancel, with_timeout, when_any), the await completes at once with corio::cancelled
 /// and the call, which cannot be interrupted, runs on detached: its result is discarded, and whatever
 /// `fn` refers to in the awaiting frame may be gone by then, so capture by value. A runtime's shutdown
-/// and a loop's destructor wait for the calls still running. The awaiter is movable until awaited.
+/// and a loop's destructor wait for the calls running on a pool thread and drop, unrun, those no
+/// thread has taken yet (a call awaited just before the loop's destruction may never run: await its
+/// completion first where its side effect matters). The awaiter is movable until awaited.
 /// Throws std::logic_error when awaited outside a runtime worker or an event loop's thread (sync_wait
 /// on a plain thread), and corio::runtime_stopped during shutdown. It is lazy, like every corio
 /// awaitable: `fn` starts when the awaiter is awaited, not when spawn_blocking returns (tokio's starts

@@ -197,6 +197,44 @@ TEST(event_loop_blocking, the_destructor_does_not_wait_for_a_call_that_only_a_fr
   EXPECT_TRUE(call_ended->load());
 }
 
+// The loop's pool has 64 threads: with all of them busy, a 65th call waits in its queue, and the
+// destructor drops it unrun (as a runtime's shutdown does) while it waits for the 64 to return.
+corio::task<void> call_once(std::shared_ptr<std::atomic<bool>> release, std::shared_ptr<std::atomic<int>> started) {
+  auto call = [release, started] {
+    started->fetch_add(1);
+    wait_for(*release);
+  };
+  auto op = corio::spawn_blocking(call);
+  co_await std::move(op);
+}
+
+TEST(event_loop_blocking, the_destructor_waits_for_running_calls_and_drops_those_not_started) {
+  constexpr int pool_threads = 64;
+  auto release = std::make_shared<std::atomic<bool>>(false);
+  auto started = std::make_shared<std::atomic<int>>(0);
+  auto queued_started = std::make_shared<std::atomic<int>>(0);
+  std::thread releaser;
+  {
+    corio::event_loop loop;
+    for (int i = 0; i < pool_threads; ++i) {
+      loop.spawn(call_once(release, started));
+    }
+    loop.run_until_idle();
+    for (int i = 0; i < 10'000 && started->load() < pool_threads; ++i) {
+      std::this_thread::sleep_for(1ms);
+    }
+    ASSERT_EQ(started->load(), pool_threads);
+    loop.spawn(call_once(release, queued_started));
+    loop.run_until_idle();
+    releaser = std::thread([release] {
+      std::this_thread::sleep_for(100ms);  // the destructor is waiting by then, or is about to
+      release->store(true);
+    });
+  }
+  releaser.join();
+  EXPECT_EQ(queued_started->load(), 0) << "a call no thread had taken ran during the destruction";
+}
+
 TEST(event_loop_blocking, a_plain_thread_has_no_pool) {
   auto body = []() -> corio::task<void> {
     auto op = corio::spawn_blocking([] {});
