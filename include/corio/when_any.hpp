@@ -4,12 +4,15 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
 
 #include <corio/detail/join_child.hpp>
+#include <corio/detail/random.hpp>
 #include <corio/detail/stop_state.hpp>
 #include <corio/task.hpp>
 
@@ -38,39 +41,45 @@ struct when_any_result {
   T value;
 };
 
-/// Starts every awaitable and completes with the result of the first to finish, as a variant whose
-/// index() is the winner's position (`void` becomes std::monostate). As soon as one finishes the
-/// others are cancelled (they see corio::cancelled at their next suspension point), and when_any
-/// completes once all have stopped, so no operand outlives it. If the winner failed, its exception is
-/// rethrown; the losers' outcomes are discarded. A loser that completed anyway takes its result
-/// under a requested stop, so a stream read that lost keeps its bytes for the stream's next read
-/// (tcp_stream::read_some), and a channel recv that lost gives its value back (receiver::recv says
-/// when it cannot). Resumes on the thread where the last operand stopped.
-///
-///     auto first = co_await corio::when_any(read_reply(), corio::sleep_for(1s));
-///     if (first.index() == 1) { /* timed out */ }
-template <class... Awaitables>
-task<std::variant<detail::non_void_t<detail::await_result_t<Awaitables>>...>> when_any(Awaitables... awaitables) {
+namespace detail {
+
+/// The order in which when_any starts `count` operands: from a random one on (fair), or from the
+/// first (biased). Returns the position to start first; the others follow in turn, wrapping around.
+template <bool Biased>
+std::size_t first_to_start(std::size_t count) noexcept {
+  if constexpr (Biased) {
+    return 0;
+  } else {
+    return count > 1 ? random_below(count) : 0;
+  }
+}
+
+template <bool Biased, class... Awaitables>
+task<std::variant<non_void_t<await_result_t<Awaitables>>...>> race(Awaitables... awaitables) {
   static_assert(sizeof...(Awaitables) > 0, "corio::when_any needs at least one operand");
-  using result_type = std::variant<detail::non_void_t<detail::await_result_t<Awaitables>>...>;
+  using result_type = std::variant<non_void_t<await_result_t<Awaitables>>...>;
   constexpr std::size_t count = sizeof...(Awaitables);
-  detail::stop_state* outer = co_await detail::current_stop_token{};
-  std::array<detail::operand_stop, count> stops;  // declared before the children: outlives them
-  for (detail::operand_stop& stop : stops) {
+  stop_state* outer = co_await current_stop_token{};
+  std::array<operand_stop, count> stops;  // declared before the children: outlives them
+  for (operand_stop& stop : stops) {
     stop.follow(outer);
   }
-  detail::combinator_state join;
+  combinator_state join;
   join.operand_stops = stops;
-  std::tuple children{detail::make_join_child(std::move(awaitables))...};
-  co_await detail::join_all_awaiter{join, count, [&](const detail::promise_base* parent) {
-    std::size_t index = 0;
-    std::apply([&](auto&... child) { ((child.start(join, index, &stops[index].state, parent), ++index), ...); },
-               children);
+  std::tuple children{make_join_child(std::move(awaitables))...};
+  const std::size_t first = first_to_start<Biased>(count);
+  co_await join_all_awaiter{join, count, [&](const promise_base* parent) {
+    for (std::size_t turn = 0; turn < count; ++turn) {
+      const std::size_t index = (first + turn) % count;
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        (void)((I == index ? (std::get<I>(children).start(join, I, &stops[I].state, parent), true) : false) || ...);
+      }(std::index_sequence_for<Awaitables...>{});
+    }
   }};
   std::size_t winner = join.first_done.load(std::memory_order_acquire);
   std::optional<result_type> result;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (void)((I == winner ? (result.emplace(std::in_place_index<I>, detail::take_non_void(std::get<I>(children).result())),
+    (void)((I == winner ? (result.emplace(std::in_place_index<I>, take_non_void(std::get<I>(children).result())),
                            true)
                         : false) ||
            ...);
@@ -78,30 +87,29 @@ task<std::variant<detail::non_void_t<detail::await_result_t<Awaitables>>...>> wh
   co_return std::move(*result);
 }
 
-/// Range form: the first of `tasks` to finish, with its index; the others are cancelled and awaited
-/// as above. `when_any` of `task<void>`s yields just the index. Throws std::invalid_argument for an
-/// empty vector.
-template <class T>
-task<std::conditional_t<std::is_void_v<T>, std::size_t, when_any_result<T>>> when_any(std::vector<task<T>> tasks) {
+template <bool Biased, class T>
+task<std::conditional_t<std::is_void_v<T>, std::size_t, when_any_result<T>>> race(std::vector<task<T>> tasks) {
   if (tasks.empty()) {
     throw std::invalid_argument("corio::when_any: no tasks to wait for");
   }
   const std::size_t count = tasks.size();
-  detail::stop_state* outer = co_await detail::current_stop_token{};
-  auto stops = std::make_unique<detail::operand_stop[]>(count);  // declared before the children: outlives them
+  stop_state* outer = co_await current_stop_token{};
+  auto stops = std::make_unique<operand_stop[]>(count);  // declared before the children: outlives them
   for (std::size_t i = 0; i < count; ++i) {
     stops[i].follow(outer);
   }
-  detail::combinator_state join;
+  combinator_state join;
   join.operand_stops = {stops.get(), count};
-  std::vector<detail::join_child<T>> children;
-  children.reserve(tasks.size());
+  std::vector<join_child<T>> children;
+  children.reserve(count);
   for (task<T>& each : tasks) {
-    children.push_back(detail::make_join_child(std::move(each)));
+    children.push_back(make_join_child(std::move(each)));
   }
-  co_await detail::join_all_awaiter{join, children.size(), [&](const detail::promise_base* parent) {
-    for (std::size_t i = 0; i < children.size(); ++i) {
-      children[i].start(join, i, &stops[i].state, parent);
+  const std::size_t first = first_to_start<Biased>(count);
+  co_await join_all_awaiter{join, count, [&](const promise_base* parent) {
+    for (std::size_t turn = 0; turn < count; ++turn) {
+      const std::size_t index = (first + turn) % count;
+      children[index].start(join, index, &stops[index].state, parent);
     }
   }};
   std::size_t winner = join.first_done.load(std::memory_order_acquire);
@@ -111,6 +119,53 @@ task<std::conditional_t<std::is_void_v<T>, std::size_t, when_any_result<T>>> whe
   } else {
     co_return when_any_result<T>{winner, children[winner].result().take()};
   }
+}
+
+}  // namespace detail
+
+/// Starts every awaitable and completes with the result of the first to finish, as a variant whose
+/// index() is the winner's position (`void` becomes std::monostate). As soon as one finishes the
+/// others are cancelled (they see corio::cancelled at their next suspension point), and when_any
+/// completes once all have stopped, so no operand outlives it. If the winner failed, its exception is
+/// rethrown; the losers' outcomes are discarded. A loser that completed anyway takes its result
+/// under a requested stop, so a stream read that lost keeps its bytes for the stream's next read
+/// (tcp_stream::read_some), and a channel recv that lost gives its value back (receiver::recv says
+/// when it cannot). Resumes on the thread where the last operand stopped.
+/// Fairness: one that finishes as it starts wins before the operands after it have started, so the
+/// operands start from a random one on each time (as Go's select and tokio's select! choose among
+/// ready branches): when several could finish at once, each is as likely to win, and in a loop none
+/// starves the others (`when_any(stream.read_some(buf), rx.recv())` under constant input still takes
+/// from `rx`). when_any_biased starts them in the order given instead.
+///
+///     auto first = co_await corio::when_any(read_reply(), corio::sleep_for(1s));
+///     if (first.index() == 1) { /* timed out */ }
+template <class... Awaitables>
+task<std::variant<detail::non_void_t<detail::await_result_t<Awaitables>>...>> when_any(Awaitables... awaitables) {
+  return detail::race<false>(std::move(awaitables)...);
+}
+
+/// when_any with the operands started in the order given (tokio's select! with `biased;`): when
+/// several could finish at once, the earliest listed wins. For a priority, such as a shutdown signal
+/// listed first; in a loop, an operand that is always ready starves those after it.
+template <class... Awaitables>
+task<std::variant<detail::non_void_t<detail::await_result_t<Awaitables>>...>> when_any_biased(
+    Awaitables... awaitables) {
+  return detail::race<true>(std::move(awaitables)...);
+}
+
+/// Range form: the first of `tasks` to finish, with its index; the others are cancelled and awaited
+/// as above, started from a random one on. `when_any` of `task<void>`s yields just the index. Throws
+/// std::invalid_argument for an empty vector.
+template <class T>
+task<std::conditional_t<std::is_void_v<T>, std::size_t, when_any_result<T>>> when_any(std::vector<task<T>> tasks) {
+  return detail::race<false>(std::move(tasks));
+}
+
+/// Range form of when_any_biased: `tasks` start in order.
+template <class T>
+task<std::conditional_t<std::is_void_v<T>, std::size_t, when_any_result<T>>> when_any_biased(
+    std::vector<task<T>> tasks) {
+  return detail::race<true>(std::move(tasks));
 }
 
 }  // namespace corio

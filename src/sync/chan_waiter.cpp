@@ -3,6 +3,7 @@
 #include <corio/detail/chan_waiter.hpp>
 
 #include <corio/detail/coop_budget.hpp>
+#include <corio/detail/random.hpp>
 #include <corio/errors.hpp>
 
 #include <algorithm>
@@ -13,15 +14,6 @@
 namespace corio::detail {
 
 namespace {
-
-// Per-thread xorshift32 for select's polling order; the quality needed is "no branch favoured".
-std::uint32_t next_random() noexcept {
-  thread_local std::uint32_t state = 0x9e3779b9u ^ static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(&state));
-  state ^= state << 13;
-  state ^= state >> 17;
-  state ^= state << 5;
-  return state;
-}
 
 // The distinct locks of a select's branches, held in address order for the duration of its two
 // passes (a channel named by two branches is locked once).

@@ -1,6 +1,7 @@
 // A stream's reads are cancel-safe on every read path: a read that ends cancelled or timed out
 // consumed nothing (the bytes the kernel delivered to it anyway come back on the next read), and a
 // cancellation is what a cancelled read reports, whatever its socket did meanwhile.
+#include <corio/channel.hpp>
 #include <corio/join_handle.hpp>
 #include <corio/net/tcp_listener.hpp>
 #include <corio/net/tcp_stream.hpp>
@@ -237,6 +238,43 @@ TYPED_TEST(cancel_safe_read, a_cancelled_read_reports_cancelled_not_the_reset_th
       }
     }
   }());
+}
+
+// A read that is always ready (its stream holds more input than the loop asks for) does not starve a
+// channel receive raced against it in when_any, which starts its operands from a random one on. (In
+// argument order, on epoll, where a read is tried at once, a user trial's receive took 1 to 446 of
+// 200,000 values.) Every byte and every value arrives once, in order.
+TYPED_TEST(cancel_safe_read, a_read_that_is_always_ready_does_not_starve_a_receive_raced_against_it) {
+  run_on_loop(TestFixture::backend, []() -> corio::task<void> {
+    auto [client, server] = co_await connected_pair();
+    constexpr std::size_t input_size = 64 * 1024;
+    constexpr int queued = 1000;
+    co_await client.write_all(bytes(std::string(input_size, 'x')));
+    auto [tx, rx] = corio::channel<int>(queued);
+    for (int i = 0; i < queued; ++i) {
+      EXPECT_EQ(tx.try_send(i), corio::channel_status::ok);
+    }
+    std::size_t read = 0;
+    int received = 0;
+    std::array<std::byte, 64> buffer;
+    while (read < input_size && received < queued) {
+      auto first = co_await corio::when_any(server.read_some(buffer), rx.recv());
+      if (first.index() == 0) {
+        read += std::get<0>(first);
+      } else {
+        EXPECT_EQ(std::get<1>(first), received) << "a value was lost or reordered";
+        ++received;
+      }
+    }
+    EXPECT_GT(received, queued / 10) << "the receive starved: " << read << " bytes read first";
+    while (read < input_size) {
+      read += co_await server.read_some(buffer);
+    }
+    while (received < queued) {
+      EXPECT_EQ(co_await rx.recv(), received) << "a value was lost or reordered";
+      ++received;
+    }
+  });
 }
 
 }  // namespace

@@ -103,9 +103,10 @@ TEST(broadcast, recv_goes_into_when_any_and_a_recv_cancelled_while_waiting_skips
   std::vector<int> got;
   loop.spawn([](corio::broadcast_receiver<int>& rx, corio::event& other, std::vector<std::size_t>& winners,
                 std::vector<int>& got) -> corio::task<void> {
-    auto first = co_await corio::when_any(other.wait(), rx.recv());  // the event wins: no message yet
+    // Biased: the event is looked at first, so a recv that started second is what loses.
+    auto first = co_await corio::when_any_biased(other.wait(), rx.recv());  // the event wins: no message yet
     winners.push_back(first.index());
-    auto second = co_await corio::when_any(other.wait(), rx.recv());  // the event is still set
+    auto second = co_await corio::when_any_biased(other.wait(), rx.recv());  // the event is still set
     winners.push_back(second.index());
     for (int i = 0; i < 2; ++i) {
       auto r = co_await rx.recv();  // the message sent meanwhile was not taken by the losers

@@ -113,3 +113,40 @@ TEST(when_any, an_operand_that_fails_before_completing_wins_with_its_failure) {
 }
 
 }  // namespace
+
+namespace {
+
+corio::task<int> at_once(int value) { co_return value; }
+
+// Several operands that finish as they start: when_any starts them from a random one on, so each
+// wins sometimes (a loop over it starves none: a user trial saw a socket read that was always ready
+// starve a channel receive on epoll); when_any_biased starts them in order, so the first always wins.
+// 200 rounds: an operand that never wins by chance has odds of 2^-200.
+TEST(when_any, operands_ready_at_once_each_win_and_the_biased_form_keeps_the_first) {
+  constexpr int rounds = 200;
+  int wins[3] = {0, 0, 0};
+  int biased_wins[3] = {0, 0, 0};
+  int range_wins[3] = {0, 0, 0};
+  for (int round = 0; round < rounds; ++round) {
+    ++wins[corio::sync_wait(corio::when_any(at_once(0), at_once(1), at_once(2))).index()];
+    ++biased_wins[corio::sync_wait(corio::when_any_biased(at_once(0), at_once(1), at_once(2))).index()];
+    std::vector<corio::task<int>> tasks;
+    for (int i = 0; i < 3; ++i) {
+      tasks.push_back(at_once(i));
+    }
+    auto first = corio::sync_wait(corio::when_any(std::move(tasks)));
+    EXPECT_EQ(first.value, static_cast<int>(first.index));
+    ++range_wins[first.index];
+  }
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_GT(wins[i], 0) << "operand " << i << " never won";
+    EXPECT_GT(range_wins[i], 0) << "task " << i << " of the range never won";
+  }
+  EXPECT_EQ(biased_wins[0], rounds);
+  std::vector<corio::task<int>> in_order;
+  in_order.push_back(at_once(5));
+  in_order.push_back(at_once(6));
+  EXPECT_EQ(corio::sync_wait(corio::when_any_biased(std::move(in_order))).index, 0u);
+}
+
+}  // namespace
