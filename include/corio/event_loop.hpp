@@ -24,18 +24,23 @@
 // Blocking calls: the loop owns a blocking pool as a runtime does (spawn_blocking, and resolve's
 //   getaddrinfo), with no thread until the first call. A call that returns wakes its awaiter through
 //   the loop's executor entry point, that is a post; one that returns after the loop was closed
-//   finds the post refused, and its frame goes with the loop's roots (step 4 or 6 below).
+//   finds the post refused.
 // Shutdown (destructor), in order:
 //   1. close the post queue, so post() returns false;
 //   2. forget the ready queue (those handles belong to roots destroyed next);
 //   3. cancel and reap every I/O operation in flight, so the kernel holds no pointer into a frame;
-//   4. close the registry and destroy the root frames that wait for no blocking call, newest first,
-//      which destroys the tasks each awaits and wakes their joiners on other executors with
-//      corio::cancelled (first, because one of them may hold what a blocking call waits for, such as
-//      the receiving end of the channel it fills: the runtime's order);
-//   5. shut the blocking pool down: calls not started are dropped, running ones are waited for;
-//   6. destroy the remaining root frames, newest first;
-//   7. destroy the posted functors that never ran, without running them.
+//   4. close the registry and destroy every root frame, newest first, which destroys the tasks each
+//      awaits and wakes their joiners on other executors with corio::cancelled. A frame awaiting a
+//      blocking call abandons it, as a cancelled awaiter does: the call runs on, detached;
+//   5. destroy the posted functors that never ran, without running them;
+//   6. shut the blocking pool down: calls no thread has taken are dropped, running ones waited for.
+//   Frames and posts go before the pool, because what a running call waits for may be in them (the
+//   sender of the channel it drains, in a frame parked anywhere, its own blocking call included, or
+//   in a posted functor). Rejected: the runtime's order (frames that await a blocking call destroyed
+//   only after the pool, so a call may use their locals). A runtime cancels its tasks first, so only
+//   shielded calls keep their frames there; a loop cancels nothing, and with every awaiting frame
+//   kept back, a call waiting for what another kept-back frame held never returned (two tasks of a
+//   pipeline, each in a blocking call), and a child's call outlived the parent frame it was given.
 #include <atomic>
 #include <chrono>
 #include <concepts>
@@ -117,9 +122,9 @@ class event_loop final : private detail::executor {
   event_loop();
   /// A loop whose reactor uses `backend` for I/O (see corio/io_backend.hpp).
   explicit event_loop(io_backend backend);
-  /// Destroys the tasks that never finished and the functors that never ran, waits for the
-  /// spawn_blocking calls running on its pool's threads to return and drops those not started (see
-  /// "Shutdown" above). Must not run while another thread runs the loop, nor from one of the loop's
+  /// Destroys the tasks that never finished (a task awaiting a spawn_blocking call leaves the call
+  /// running, detached, as a cancelled one does) and the functors that never ran, then waits for the
+  /// calls running on its pool's threads to return and drops those not started (see "Shutdown"). Must not run while another thread runs the loop, nor from one of the loop's
   /// own blocking calls: either aborts the process with a message. From one of the loop's own tasks
   /// it is only safe on the way out of the process (std::exit and a static loop).
   ~event_loop();

@@ -43,9 +43,11 @@ blocking_pool* current_blocking_pool() noexcept;
 /// holds its worker (put such work in spawn_blocking). Thread-safe: spawn(), block_on() (from
 /// non-runtime threads) and the destructor.
 ///
-/// Destruction shuts down in numbered steps: stop accepting spawns; cancel every live task; run what
-/// can run to its cancellation point (up to a 1 s grace); join the workers; destroy the frames still
-/// alive that wait for no spawn_blocking call; wait for running spawn_blocking calls; destroy the rest.
+/// Destruction shuts down in numbered steps: stop accepting spawns; cancel every live task; run them
+/// until every task has finished (its cleanup, shielded, may still wait for a socket, a timer or a
+/// channel) or a 1 s grace period has passed; join the workers; destroy the frames still alive that
+/// wait for no spawn_blocking call; wait for running spawn_blocking calls (dropping those not started);
+/// destroy the rest.
 ///
 ///     corio::runtime rt;                                   // one worker per online CPU
 ///     int answer = rt.block_on([]() -> corio::task<int> {
@@ -312,10 +314,11 @@ class [[nodiscard]] blocking_awaiter {
 /// system calls and long computations so they never stall a worker. If the awaiting task is cancelled
 /// (join_handle::cancel, with_timeout, when_any), the await completes at once with corio::cancelled
 /// and the call, which cannot be interrupted, runs on detached: its result is discarded, and whatever
-/// `fn` refers to in the awaiting frame may be gone by then, so capture by value. A runtime's shutdown
-/// and a loop's destructor wait for the calls running on a pool thread and drop, unrun, those no
-/// thread has taken yet (a call awaited just before the loop's destruction may never run: await its
-/// completion first where its side effect matters). The awaiter is movable until awaited.
+/// `fn` refers to in the awaiting frame may be gone by then, so capture by value. A loop's destructor
+/// destroys the awaiting frames too (a loop cancels nothing; the calls run on, detached). A runtime's
+/// shutdown and a loop's destructor wait for the calls running on a pool thread and drop, unrun,
+/// those no thread has taken yet (a call awaited just before the loop's destruction may never run:
+/// await its completion first where its side effect matters). The awaiter is movable until awaited.
 /// Throws std::logic_error when awaited outside a runtime worker or an event loop's thread (sync_wait
 /// on a plain thread), and corio::runtime_stopped during shutdown. It is lazy, like every corio
 /// awaitable: `fn` starts when the awaiter is awaited, not when spawn_blocking returns (tokio's starts

@@ -3,7 +3,9 @@
 #include <array>
 #include <cstddef>
 #include <memory>
+#include <numeric>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <tuple>
 #include <type_traits>
@@ -43,14 +45,16 @@ struct when_any_result {
 
 namespace detail {
 
-/// The order in which when_any starts `count` operands: from a random one on (fair), or from the
-/// first (biased). Returns the position to start first; the others follow in turn, wrapping around.
+/// Fills `order` with the positions 0..n-1 in the order when_any starts its operands: shuffled (fair:
+/// of the operands that finish as they start, each is equally likely to start first among them), or
+/// as given (biased).
 template <bool Biased>
-std::size_t first_to_start(std::size_t count) noexcept {
-  if constexpr (Biased) {
-    return 0;
-  } else {
-    return count > 1 ? random_below(count) : 0;
+void start_order(std::span<std::size_t> order) noexcept {
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  if constexpr (!Biased) {
+    for (std::size_t i = order.size(); i > 1; --i) {
+      std::swap(order[i - 1], order[random_below(i)]);
+    }
   }
 }
 
@@ -67,10 +71,10 @@ task<std::variant<non_void_t<await_result_t<Awaitables>>...>> race(Awaitables...
   combinator_state join;
   join.operand_stops = stops;
   std::tuple children{make_join_child(std::move(awaitables))...};
-  const std::size_t first = first_to_start<Biased>(count);
+  std::array<std::size_t, count> order;
+  start_order<Biased>(order);
   co_await join_all_awaiter{join, count, [&](const promise_base* parent) {
-    for (std::size_t turn = 0; turn < count; ++turn) {
-      const std::size_t index = (first + turn) % count;
+    for (std::size_t index : order) {
       [&]<std::size_t... I>(std::index_sequence<I...>) {
         (void)((I == index ? (std::get<I>(children).start(join, I, &stops[I].state, parent), true) : false) || ...);
       }(std::index_sequence_for<Awaitables...>{});
@@ -105,10 +109,10 @@ task<std::conditional_t<std::is_void_v<T>, std::size_t, when_any_result<T>>> rac
   for (task<T>& each : tasks) {
     children.push_back(make_join_child(std::move(each)));
   }
-  const std::size_t first = first_to_start<Biased>(count);
+  std::vector<std::size_t> order(count);
+  start_order<Biased>(order);
   co_await join_all_awaiter{join, count, [&](const promise_base* parent) {
-    for (std::size_t turn = 0; turn < count; ++turn) {
-      const std::size_t index = (first + turn) % count;
+    for (std::size_t index : order) {
       children[index].start(join, index, &stops[index].state, parent);
     }
   }};
@@ -132,10 +136,10 @@ task<std::conditional_t<std::is_void_v<T>, std::size_t, when_any_result<T>>> rac
 /// (tcp_stream::read_some), and a channel recv that lost gives its value back (receiver::recv says
 /// when it cannot). Resumes on the thread where the last operand stopped.
 /// Fairness: one that finishes as it starts wins before the operands after it have started, so the
-/// operands start from a random one on each time (as Go's select and tokio's select! choose among
-/// ready branches): when several could finish at once, each is as likely to win, and in a loop none
-/// starves the others (`when_any(stream.read_some(buf), rx.recv())` under constant input still takes
-/// from `rx`). when_any_biased starts them in the order given instead.
+/// operands start in a fresh random order each time (as Go's select polls its ready branches): when
+/// several could finish at once, each is equally likely to win, and in a loop none starves the others
+/// (`when_any(stream.read_some(buf), rx.recv())` under constant input still takes from `rx`).
+/// when_any_biased starts them in the order given instead.
 ///
 ///     auto first = co_await corio::when_any(read_reply(), corio::sleep_for(1s));
 ///     if (first.index() == 1) { /* timed out */ }
@@ -154,7 +158,7 @@ task<std::variant<detail::non_void_t<detail::await_result_t<Awaitables>>...>> wh
 }
 
 /// Range form: the first of `tasks` to finish, with its index; the others are cancelled and awaited
-/// as above, started from a random one on. `when_any` of `task<void>`s yields just the index. Throws
+/// as above, started in a random order. `when_any` of `task<void>`s yields just the index. Throws
 /// std::invalid_argument for an empty vector.
 template <class T>
 task<std::conditional_t<std::is_void_v<T>, std::size_t, when_any_result<T>>> when_any(std::vector<task<T>> tasks) {

@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <thread>
-#include <vector>
 
 #include <corio/join_handle.hpp>
 
@@ -127,9 +126,9 @@ event_loop::~event_loop() {
   }
   ready_.clear();
   io_.shutdown();
-  std::vector<detail::root_base*> roots;
-  roots_.take_all(roots);
-  detail::root_registry::destroy_around_pool(roots, [this]() noexcept { blocking_.shutdown(); });
+  roots_.destroy_all();
+  posts_.discard();
+  blocking_.shutdown();
   std::lock_guard lock(errors_->mutex);
   errors_->loop_alive = false;
 }

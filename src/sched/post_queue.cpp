@@ -206,11 +206,10 @@ post_queue::post_queue(std::shared_ptr<parker> consumer_parker)
 
 post_queue::~post_queue() {
   close();
-  settle();
+  discard();
   post_channel* channel = channels_;
   while (channel != nullptr) {
     post_channel* next = channel->next_;
-    channel->discard();
     channel->mark_queue_gone();
     channel->release();
     channel = next;
@@ -240,6 +239,13 @@ post_channel* post_queue::register_channel() {
   return channel;
 }
 
+
+void post_queue::discard() noexcept {
+  settle();
+  for (post_channel* channel = channels_; channel != nullptr; channel = channel->next_) {
+    channel->discard();
+  }
+}
 
 void post_queue::settle() noexcept {
   if (asymmetric_) {

@@ -90,10 +90,13 @@ void scheduler::shutdown() {
   for (root_registry& registry : registries_) {
     registry.take_all(roots);
   }
-  root_registry::destroy_around_pool(roots, [this]() noexcept {
-    blocking_.shutdown();                                                                 // 6
-    inject_.clear();                                                                      // 7
+  auto waiting_for_pool = std::partition(roots.begin(), roots.end(), [](const root_base* root) {
+    return root->blocking_waits.load(std::memory_order_relaxed) == 0;
   });
+  root_registry::destroy_newest_first(std::span(roots.begin(), waiting_for_pool));
+  blocking_.shutdown();                                                                   // 6
+  inject_.clear();                                                                        // 7
+  root_registry::destroy_newest_first(std::span(waiting_for_pool, roots.end()));
 }
 
 bool scheduler::drain_deadline_passed() const noexcept {

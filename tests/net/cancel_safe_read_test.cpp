@@ -241,7 +241,7 @@ TYPED_TEST(cancel_safe_read, a_cancelled_read_reports_cancelled_not_the_reset_th
 }
 
 // A read that is always ready (its stream holds more input than the loop asks for) does not starve a
-// channel receive raced against it in when_any, which starts its operands from a random one on. (In
+// channel receive raced against it in when_any, which starts its operands in a random order. (In
 // argument order, on epoll, where a read is tried at once, a user trial's receive took 1 to 446 of
 // 200,000 values.) Every byte and every value arrives once, in order.
 TYPED_TEST(cancel_safe_read, a_read_that_is_always_ready_does_not_starve_a_receive_raced_against_it) {

@@ -1,8 +1,9 @@
 // spawn_blocking on an event loop: the loop's own blocking pool (event_loop.hpp, "Blocking calls").
 // What a user of a single-thread loop expects from tokio's current-thread runtime: a blocking call
 // runs beside the loop, which keeps serving its other tasks; its result, or its exception, comes back
-// on the loop's thread; a deadline leaves it running, detached; and the loop's destructor neither
-// frees a frame under a call still running nor waits for a call that only a frame's destruction ends.
+// on the loop's thread; a deadline leaves it running, detached; and the loop's destructor destroys
+// every frame, an awaiting one included (its call runs on, detached), and the posted functors before
+// it waits for the running calls, so it never waits for a call that only their destruction ends.
 #include <corio/channel.hpp>
 #include <corio/errors.hpp>
 #include <corio/event.hpp>
@@ -128,8 +129,8 @@ TEST(event_loop_blocking, a_call_returning_between_two_runs_resumes_its_task_in_
   EXPECT_EQ(result, 42);
 }
 
-// Destroyed while a call runs, the loop waits for it before it frees the frame awaiting it (the call
-// may use that frame's locals until it returns).
+// Destroyed while a call runs, the loop destroys the frame awaiting it at once (the call runs on,
+// detached, as for a cancelled awaiter: it was given copies) and returns once the call has.
 struct frame_marker {
   std::shared_ptr<std::atomic<bool>> destroyed;
   ~frame_marker() { destroyed->store(true); }
@@ -137,29 +138,27 @@ struct frame_marker {
 
 corio::task<void> park_on_a_slow_call(std::shared_ptr<std::atomic<bool>> destroyed,
                                       std::shared_ptr<std::atomic<bool>> started,
-                                      std::shared_ptr<std::atomic<bool>> frame_outlived_call) {
+                                      std::shared_ptr<std::atomic<bool>> frame_gone_before_return) {
   frame_marker marker{destroyed};
-  auto call = [destroyed, started, frame_outlived_call] {
+  auto call = [destroyed, started, frame_gone_before_return] {
     started->store(true);
-    std::this_thread::sleep_for(200ms);
-    frame_outlived_call->store(!destroyed->load());
+    frame_gone_before_return->store(wait_for(*destroyed));
   };
   auto op = corio::spawn_blocking(call);
   co_await std::move(op);
 }
 
-TEST(event_loop_blocking, the_destructor_frees_a_frame_awaiting_a_call_only_after_the_call_returned) {
+TEST(event_loop_blocking, the_destructor_destroys_a_frame_awaiting_a_call_and_waits_for_the_call) {
   auto destroyed = std::make_shared<std::atomic<bool>>(false);
   auto started = std::make_shared<std::atomic<bool>>(false);
-  auto frame_outlived_call = std::make_shared<std::atomic<bool>>(false);
+  auto frame_gone_before_return = std::make_shared<std::atomic<bool>>(false);
   {
     corio::event_loop loop;
-    loop.spawn(park_on_a_slow_call(destroyed, started, frame_outlived_call));
+    loop.spawn(park_on_a_slow_call(destroyed, started, frame_gone_before_return));
     loop.run_until_idle();
     ASSERT_TRUE(wait_for(*started));
   }
-  EXPECT_TRUE(destroyed->load());
-  EXPECT_TRUE(frame_outlived_call->load()) << "the frame went before its blocking call returned";
+  EXPECT_TRUE(frame_gone_before_return->load()) << "the destructor returned before the call did, or kept the frame";
 }
 
 // A call that waits on a channel whose sender another parked task holds: the destructor must destroy
@@ -193,6 +192,54 @@ TEST(event_loop_blocking, the_destructor_does_not_wait_for_a_call_that_only_a_fr
     loop.spawn(drain_off_the_loop(std::move(rx), started, call_ended));
     loop.run_until_idle();
     ASSERT_TRUE(wait_for(*started));
+  }
+  EXPECT_TRUE(call_ended->load());
+}
+
+// Two tasks of a pipeline, each in a blocking call: one drains a channel whose sender the other's
+// frame holds. The destructor ends the drain by destroying that frame, which waits in a call of its
+// own (a review found that keeping every frame that awaits a call until the pool has stopped waited
+// forever here).
+corio::task<void> feed_in_steps(corio::sender<int> tx, std::shared_ptr<std::atomic<bool>> started) {
+  for (int i = 0;; ++i) {
+    auto step = [started] {
+      started->store(true);
+      std::this_thread::sleep_for(20ms);
+    };
+    auto op = corio::spawn_blocking(step);
+    co_await std::move(op);
+    co_await tx.send(i);
+  }
+}
+
+TEST(event_loop_blocking, the_destructor_ends_a_pipeline_whose_stages_wait_in_blocking_calls) {
+  auto [tx, rx] = corio::channel<int>(1);
+  auto drain_started = std::make_shared<std::atomic<bool>>(false);
+  auto feed_started = std::make_shared<std::atomic<bool>>(false);
+  auto call_ended = std::make_shared<std::atomic<bool>>(false);
+  {
+    corio::event_loop loop;
+    loop.spawn(drain_off_the_loop(std::move(rx), drain_started, call_ended));
+    loop.spawn(feed_in_steps(std::move(tx), feed_started));
+    loop.run_until_idle();
+    ASSERT_TRUE(wait_for(*drain_started));
+    ASSERT_TRUE(wait_for(*feed_started));
+  }
+  EXPECT_TRUE(call_ended->load());
+}
+
+// A posted functor that never ran holds the sender a blocking call drains: the destructor destroys
+// it before it waits for the call (it was destroyed last, after that wait, which never ended).
+TEST(event_loop_blocking, the_destructor_drops_posted_functors_before_it_waits_for_the_calls) {
+  auto [tx, rx] = corio::channel<int>(1);
+  auto started = std::make_shared<std::atomic<bool>>(false);
+  auto call_ended = std::make_shared<std::atomic<bool>>(false);
+  {
+    corio::event_loop loop;
+    loop.spawn(drain_off_the_loop(std::move(rx), started, call_ended));
+    loop.run_until_idle();
+    ASSERT_TRUE(wait_for(*started));
+    ASSERT_TRUE(loop.post([held = std::move(tx)] { (void)held; }));  // accepted: the loop is not running
   }
   EXPECT_TRUE(call_ended->load());
 }

@@ -1,6 +1,6 @@
 #pragma once
-// The runtime's pool of threads for blocking calls (spawn_blocking), kept apart from the workers so
-// that a blocking call never stalls a worker.
+// The pool of threads for blocking calls (spawn_blocking) that a runtime, and each event loop, owns,
+// kept apart from the workers (or the loop's thread) so that a blocking call never stalls them.
 //
 // Design note.
 // Invariants: at most `max_threads` threads exist; a thread is started only when a job arrives and no
@@ -13,10 +13,11 @@
 //   start threads of their own instead of queueing behind it; a woken thread takes its wake-up off
 //   `notified_`, one that woke by itself (its keep-alive, a spurious wake-up) itself off `idle_`.
 //   Which thread the notification woke does not matter: only the counts must add up.
-// Threads: submit() from any thread; shutdown() from the thread destroying the runtime.
+// Threads: submit() from any thread; shutdown() from the thread destroying the runtime or the loop.
 // Shutdown: 1. refuse new jobs; 2. finish the jobs not yet started without running them (their
 //   awaiters, if still alive, complete with corio::cancelled; their frames are destroyed by the
-//   runtime's shutdown, which runs after this); 3. wait for running jobs to return; 4. join threads.
+//   owner's shutdown: a runtime's after this step, a loop's before it); 3. wait for running jobs to
+//   return; 4. join threads.
 //   A job that never returns makes shutdown wait forever, as in tokio.
 #include <chrono>
 #include <condition_variable>

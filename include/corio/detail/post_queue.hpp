@@ -297,6 +297,9 @@ class post_queue {
 
   /// Loop thread: runs up to `budget` functors over all channels; returns how many ran.
   std::size_t drain(std::size_t budget);
+  /// Once closed, on the thread destroying the loop: waits for pushes in progress (settle) and
+  /// destroys every functor still waiting, unrun.
+  void discard() noexcept;
   /// Loop thread: whether any functor is waiting (seq_cst loads, for the parking protocol).
   bool has_pending() noexcept;
 

@@ -98,20 +98,6 @@ class root_registry {
     }
   }
 
-  /// An executor's shutdown with a blocking pool: destroys `roots` newest first, but those waiting
-  /// for a spawn_blocking call (root_base::blocking_waits) only after `shut_pool()`, which waits for
-  /// the calls to return: a frame destroyed first may hold what a call waits for (the receiving end
-  /// of the channel it fills), and a call still running may still wake its awaiter.
-  template <class ShutPool>
-  static void destroy_around_pool(std::span<root_base*> roots, ShutPool shut_pool) noexcept {
-    auto waiting_for_pool = std::partition(roots.begin(), roots.end(), [](const root_base* root) {
-      return root->blocking_waits.load(std::memory_order_relaxed) == 0;
-    });
-    destroy_newest_first(std::span(roots.begin(), waiting_for_pool));
-    shut_pool();
-    destroy_newest_first(std::span(waiting_for_pool, roots.end()));
-  }
-
  private:
   void link(root_base& root) noexcept {
     root.prev_ = nullptr;
