@@ -208,7 +208,9 @@ corio::task<void> feed_in_steps(corio::sender<int> tx, std::shared_ptr<std::atom
     };
     auto op = corio::spawn_blocking(step);
     co_await std::move(op);
-    co_await tx.send(i);
+    if (!co_await tx.send(i)) {
+      co_return;
+    }
   }
 }
 
