@@ -124,9 +124,10 @@ class event_loop final : private detail::executor {
   explicit event_loop(io_backend backend);
   /// Destroys the tasks that never finished (a task awaiting a spawn_blocking call leaves the call
   /// running, detached, as a cancelled one does) and the functors that never ran, then waits for the
-  /// calls running on its pool's threads to return and drops those not started (see "Shutdown"). Must not run while another thread runs the loop, nor from one of the loop's
-  /// own blocking calls: either aborts the process with a message. From one of the loop's own tasks
-  /// it is only safe on the way out of the process (std::exit and a static loop).
+  /// calls running on its pool's threads to return and drops those not started (see "Shutdown").
+  /// Must not run while another thread runs the loop, nor from one of the loop's own blocking calls:
+  /// either aborts the process with a message. From one of the loop's own tasks it is only safe on
+  /// the way out of the process (std::exit and a static loop).
   ~event_loop();
   event_loop(const event_loop&) = delete;
   event_loop& operator=(const event_loop&) = delete;

@@ -52,9 +52,7 @@ template <bool Biased>
 void start_order(std::span<std::size_t> order) noexcept {
   std::iota(order.begin(), order.end(), std::size_t{0});
   if constexpr (!Biased) {
-    for (std::size_t i = order.size(); i > 1; --i) {
-      std::swap(order[i - 1], order[random_below(i)]);
-    }
+    shuffle(order);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <mutex>
+#include <span>
 #include <stdexcept>
 
 namespace corio::detail {
@@ -146,10 +147,8 @@ bool chan_waiter::poll_and_link(std::uint32_t& winner) {
   for (std::size_t i = 0; i < count_; ++i) {
     order[i] = static_cast<std::uint8_t>(i);
   }
-  if (!shape_.biased && count_ > 1) {
-    for (std::size_t i = count_; i > 1; --i) {  // Fisher-Yates: the first ready branch is uniform
-      std::swap(order[i - 1], order[next_random() % i]);
-    }
+  if (!shape_.biased) {
+    shuffle(std::span(order, count_));  // the first ready branch is uniform
   }
   for (std::size_t i = 0; i < count_; ++i) {
     chan_node& node = *nodes_[order[i]];
