@@ -16,8 +16,8 @@ class run_queue {
   std::size_t size() const noexcept { return tail_ - head_; }
 
   void push(std::coroutine_handle<> handle) {
-    if (tail_ - head_ > mask_) {
-      grow();
+    if (tail_ - head_ > mask_) [[unlikely]] {
+      return grow_and_push(handle);
     }
     slots_[tail_++ & mask_] = handle;
   }
@@ -28,6 +28,13 @@ class run_queue {
 
  private:
   static constexpr std::size_t initial_capacity = 256;
+
+  // Out of line, and push's last call: inlined (or followed by the store), it made every push (each
+  // yield and wake-up) save and restore registers.
+  [[gnu::noinline]] void grow_and_push(std::coroutine_handle<> handle) {
+    grow();
+    slots_[tail_++ & mask_] = handle;
+  }
 
   void grow() {
     std::size_t capacity = mask_ + 1;
