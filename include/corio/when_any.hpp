@@ -19,22 +19,6 @@
 #include <corio/task.hpp>
 
 namespace corio {
-namespace detail {
-
-/// `co_await current_stop_token{}` yields the awaiting task's cancellation token (or null) without
-/// suspending.
-struct current_stop_token {
-  stop_state* token_ = nullptr;
-  bool await_ready() const noexcept { return false; }
-  template <class Promise>
-  bool await_suspend(std::coroutine_handle<Promise> self) noexcept {
-    token_ = stop_token_of(self);
-    return false;
-  }
-  stop_state* await_resume() const noexcept { return token_; }
-};
-
-}  // namespace detail
 
 /// The outcome of the range form of when_any: which task finished first, and its value.
 template <class T>

@@ -1,11 +1,18 @@
+#include <corio/channel.hpp>
+#include <corio/errors.hpp>
+#include <corio/event.hpp>
 #include <corio/event_loop.hpp>
+#include <corio/runtime.hpp>
 #include <corio/sync_wait.hpp>
+#include <corio/time.hpp>
 #include <corio/task.hpp>
 #include <corio/when_all.hpp>
 #include <corio/when_any.hpp>
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -84,31 +91,135 @@ TEST(when_all, range_form_returns_results_in_order) {
   EXPECT_EQ(results, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
 }
 
-TEST(when_all, rethrows_first_failure_after_all_finish) {
+// The first failure stops the other operands (each ends cancelled at its next cancellation point),
+// and is rethrown only once they have all ended.
+TEST(when_all, a_failure_stops_the_other_operands_and_is_rethrown_once_they_have_ended) {
   corio::event_loop loop;
-  bool slow_finished = false;
+  int slow_steps = 0;
+  bool slow_cancelled = false;
+  std::vector<std::string> ended;
   auto slow = [&]() -> corio::task<int> {
-    co_await corio::yield();
-    co_await corio::yield();
-    slow_finished = true;
+    try {
+      for (int i = 0; i < 1000; ++i) {
+        ++slow_steps;
+        co_await corio::yield();
+      }
+    } catch (const corio::cancelled&) {
+      slow_cancelled = true;
+      ended.push_back("slow");
+      throw;
+    }
     co_return 1;
   };
   auto failing = []() -> corio::task<int> {
     co_await corio::yield();
     throw std::runtime_error("first");
   };
-  bool caught = false;
+  std::string caught;
   auto parent = [&]() -> corio::task<void> {
     try {
       co_await corio::when_all(slow(), failing());
-    } catch (const std::runtime_error&) {
-      caught = true;
+    } catch (const std::runtime_error& failure) {
+      caught = failure.what();
+      ended.push_back("parent");
     }
   };
   loop.spawn(parent());
   loop.run_until_idle();
-  EXPECT_TRUE(caught);
-  EXPECT_TRUE(slow_finished);
+  EXPECT_EQ(caught, "first");
+  EXPECT_TRUE(slow_cancelled);
+  EXPECT_LE(slow_steps, 3);  // it ran on for a result when_all drops: 1000
+  EXPECT_EQ(ended, (std::vector<std::string>{"slow", "parent"}));
+}
+
+// An operand that waits for something that never comes (an event nobody sets) no longer keeps a
+// failed when_all waiting forever, in either form.
+TEST(when_all, an_operand_that_waits_forever_does_not_keep_a_failed_when_all_waiting) {
+  corio::event_loop loop;
+  corio::event never;
+  auto waits = [&]() -> corio::task<void> { co_await never.wait(); };
+  auto fails = []() -> corio::task<void> {
+    co_await corio::yield();
+    throw std::runtime_error("failed");
+  };
+  int caught = 0;
+  auto parent = [&]() -> corio::task<void> {
+    try {
+      co_await corio::when_all(waits(), fails(), waits());
+    } catch (const std::runtime_error&) {
+      ++caught;
+    }
+    std::vector<corio::task<void>> tasks;
+    tasks.push_back(waits());
+    tasks.push_back(fails());
+    tasks.push_back(waits());
+    try {
+      co_await corio::when_all(std::move(tasks));
+    } catch (const std::runtime_error&) {
+      ++caught;
+    }
+  };
+  loop.spawn(parent());
+  loop.run_until_idle();
+  EXPECT_EQ(caught, 2);  // 0 or 1: the loop ran out of work with the parent still waiting
+}
+
+// The failure rethrown is the one that happened first, not the first listed: here the first operand
+// turns the cancellation that the second one's failure caused into a failure of its own.
+TEST(when_all, the_failure_rethrown_is_the_first_to_happen_not_the_first_listed) {
+  corio::event_loop loop;
+  auto fails_when_stopped = []() -> corio::task<int> {
+    try {
+      for (;;) {
+        co_await corio::yield();
+      }
+    } catch (const corio::cancelled&) {
+    }
+    throw std::runtime_error("second");
+  };
+  auto fails_at_once = []() -> corio::task<int> { throw std::runtime_error("first"); co_return 0; };
+  std::string caught;
+  auto parent = [&]() -> corio::task<void> {
+    try {
+      co_await corio::when_all(fails_when_stopped(), fails_at_once());
+    } catch (const std::runtime_error& failure) {
+      caught = failure.what();
+    }
+    std::vector<corio::task<int>> tasks;
+    tasks.push_back(fails_when_stopped());
+    tasks.push_back(fails_at_once());
+    try {
+      co_await corio::when_all(std::move(tasks));
+    } catch (const std::runtime_error& failure) {
+      caught += std::string(" ") + failure.what();
+    }
+  };
+  loop.spawn(parent());
+  loop.run_until_idle();
+  EXPECT_EQ(caught, "first first");
+}
+
+// On a runtime, operands blocked in channel receives are woken by a failure that comes from a timer,
+// and their results (none) and the failure reach the awaiting task; no receive is left linked.
+TEST(when_all, on_a_runtime_a_timed_failure_ends_operands_blocked_on_channels) {
+  corio::runtime rt(corio::runtime::options{.workers = 2, .max_blocking_threads = 64});
+  for (int round = 0; round < 20; ++round) {
+    auto [tx, rx] = corio::channel<int>(1);
+    auto receives = [](corio::receiver<int> from) -> corio::task<void> { (void)co_await from.recv(); };
+    auto fails = []() -> corio::task<void> {
+      co_await corio::sleep_for(std::chrono::microseconds(200));
+      throw std::runtime_error("timed");
+    };
+    std::vector<corio::task<void>> tasks;
+    for (int i = 0; i < 8; ++i) {
+      tasks.push_back(receives(rx));
+    }
+    tasks.push_back(fails());
+    EXPECT_THROW(rt.block_on(corio::when_all(std::move(tasks))), std::runtime_error);
+    // Had a receive stayed linked, it would take the value: it stays in the buffer for try_recv.
+    EXPECT_EQ(tx.try_send(1), corio::channel_status::ok);
+    EXPECT_EQ(rx.try_recv().value, std::optional<int>(1));
+  }
 }
 
 TEST(when_all, empty_range_completes_immediately) {

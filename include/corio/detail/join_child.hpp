@@ -18,6 +18,13 @@
 // await_resume, let two reads on two workers both take their data with no stop requested, and one of
 // them was dropped. request_stop() returns only once `requested` is set (the first caller sets it
 // under the state's lock), so a loser's own call guarantees what it then sees.
+//
+// The first failure (when_all's) is decided the same way, when an operand's exception leaves it
+// (operand_failed, from make_join_child's handler): the first to claim `first_failed` is the one
+// when_all rethrows, and it requests stop on `stop_on_failure`, the state every when_all operand runs
+// under, so the operands still running end at their next cancellation point instead of running on
+// for a result when_all would drop (tokio's try_join!, Go's errgroup.WithContext). Those then fail
+// with corio::cancelled, after the claim: the failure rethrown is always the one that caused it.
 #include <atomic>
 #include <coroutine>
 #include <cstddef>
@@ -44,6 +51,9 @@ struct combinator_state {
   /// read that won keeps its bytes, one that lost gives them back to its stream (read_stash.hpp).
   std::span<operand_stop> operand_stops;
   std::atomic<std::size_t> first_done{none};
+  /// when_all only: the state its operands run under, stopped by the first failure.
+  stop_state* stop_on_failure = nullptr;
+  std::atomic<std::size_t> first_failed{none};
 
   void prepare(std::size_t children) noexcept { remaining.store(children + 1, std::memory_order_relaxed); }
 
@@ -70,6 +80,16 @@ struct combinator_state {
       if (i != index) {
         operand_stops[i].state.request_stop();
       }
+    }
+  }
+
+  /// A child's operand failed (an exception is leaving it): the first claims `first_failed` and
+  /// (when_all) stops the others.
+  void operand_failed(std::size_t index) noexcept {
+    std::size_t expected = none;
+    if (first_failed.compare_exchange_strong(expected, index, std::memory_order_acq_rel) &&
+        stop_on_failure != nullptr) {
+      stop_on_failure->request_stop();
     }
   }
 
@@ -161,6 +181,19 @@ inline join_child<void> join_child_promise<void>::get_return_object() noexcept {
   return join_child<void>{std::coroutine_handle<join_child_promise<void>>::from_promise(*this)};
 }
 
+/// `co_await current_stop_token{}` yields the awaiting task's cancellation token (or null) without
+/// suspending.
+struct current_stop_token {
+  stop_state* token_ = nullptr;
+  bool await_ready() const noexcept { return false; }
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> self) noexcept {
+    token_ = stop_token_of(self);
+    return false;
+  }
+  stop_state* await_resume() const noexcept { return token_; }
+};
+
 /// A child's own promise, without suspending: where the combinator put its state and index.
 struct this_join_child {
   promise_base* promise = nullptr;
@@ -214,6 +247,7 @@ join_child<await_result_t<A>> make_join_child(A awaitable) {
     if (!claimed) {
       join.operand_done(index);
     }
+    join.operand_failed(index);
     throw;
   }
 }
