@@ -6,9 +6,9 @@
 #include <utility>
 
 #include <corio/detail/awaitable_traits.hpp>
+#include <corio/detail/promise_base.hpp>
 #include <corio/detail/stop_state.hpp>
 #include <corio/task.hpp>
-#include <corio/when_any.hpp>
 
 namespace corio {
 namespace detail {

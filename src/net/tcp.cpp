@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
+#include <corio/detail/promise_base.hpp>
 #include <corio/errors.hpp>
 #include <corio/net/resolve.hpp>
-#include <corio/when_any.hpp>
 
 #include "net/socket_name.hpp"
 

@@ -181,19 +181,6 @@ inline join_child<void> join_child_promise<void>::get_return_object() noexcept {
   return join_child<void>{std::coroutine_handle<join_child_promise<void>>::from_promise(*this)};
 }
 
-/// `co_await current_stop_token{}` yields the awaiting task's cancellation token (or null) without
-/// suspending.
-struct current_stop_token {
-  stop_state* token_ = nullptr;
-  bool await_ready() const noexcept { return false; }
-  template <class Promise>
-  bool await_suspend(std::coroutine_handle<Promise> self) noexcept {
-    token_ = stop_token_of(self);
-    return false;
-  }
-  stop_state* await_resume() const noexcept { return token_; }
-};
-
 /// A child's own promise, without suspending: where the combinator put its state and index.
 struct this_join_child {
   promise_base* promise = nullptr;

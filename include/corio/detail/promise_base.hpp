@@ -128,6 +128,19 @@ stop_state* stop_token_of(std::coroutine_handle<Promise> handle) noexcept {
   return stop_of(chain_of(handle));
 }
 
+/// `co_await current_stop_token{}` yields the awaiting task's cancellation token (or null) without
+/// suspending.
+struct current_stop_token {
+  stop_state* token_ = nullptr;
+  bool await_ready() const noexcept { return false; }
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> self) noexcept {
+    token_ = stop_token_of(self);
+    return false;
+  }
+  stop_state* await_resume() const noexcept { return token_; }
+};
+
 /// Starts `child` as the callee of `parent` and reports whether `parent` must stay suspended.
 template <class ChildPromise, class ParentPromise>
 bool start_child(std::coroutine_handle<ChildPromise> child, std::coroutine_handle<ParentPromise> parent) {
