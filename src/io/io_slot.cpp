@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -516,6 +518,61 @@ void io_awaiter::keep_when_cancelled(accept_stash& stash, accept_waiter& waiter)
 
 void io_awaiter::wait_for_kept_connection() noexcept { accept_waiter_->stash->wait(*accept_waiter_); }
 
+void io_awaiter::wait_for_kept(datagram_waiter& waiter) noexcept {
+  datagram_waiter_ = &waiter;
+  waiter.op = &op_;
+}
+
+void io_awaiter::wait_for_kept_datagram() noexcept { datagrams_->wait(*datagram_waiter_); }
+
+void io_awaiter::settle_datagram(const socket_id& socket) {
+  std::optional<datagram_stash::kept> handed =
+      datagram_waiter_ != nullptr ? datagrams_->stop_waiting(*datagram_waiter_) : std::nullopt;
+  if (stop_requested()) {
+    // Its task is being cancelled: the socket keeps the datagrams it holds, and this one ends
+    // cancelled. Past its own deadline it returns its own.
+    give_back_datagrams(socket, handed, op_.result >= 0);
+    if (op_.result >= 0) {
+      op_.result = -ECANCELED;
+    }
+  } else if (handed) {
+    if (op_.result == -ECANCELED) {
+      // The cancel the hand-off made (or a deadline, or a close) ended it: it returns what it was handed.
+      op_.result = receive_kept(*static_cast<msghdr*>(op_.buffer), *handed);
+    } else {
+      give_back_datagrams(socket, handed, false);  // it got its own first, or failed on its own
+    }
+  }
+}
+
+void io_awaiter::give_back_datagrams(const socket_id& socket, std::optional<datagram_stash::kept>& handed, bool own) {
+  keep_while_open(socket, [&] {
+    if (handed) {
+      datagrams_->keep(std::move(*handed), true);  // handed out as the oldest
+    }
+    if (own) {
+      datagrams_->keep(kept_from(*static_cast<const msghdr*>(op_.buffer), static_cast<std::size_t>(op_.result)),
+                       served_kept_);
+    }
+  });
+}
+
+void io_awaiter::leave_datagrams(bool resumed) noexcept {
+  std::optional<datagram_stash::kept> handed =
+      datagram_waiter_ != nullptr ? datagrams_->stop_waiting(*datagram_waiter_) : std::nullopt;
+  // Completed, or served from the stash, but never resumed to take it: its executor shut down first.
+  const bool unclaimed =
+      !resumed && op_.result >= 0 && (served_kept_ || op_.state.load(std::memory_order_acquire) == io_state::done);
+  if (!handed && !unclaimed) {
+    return;
+  }
+  try {
+    give_back_datagrams({op_.fd, op_.generation, op_.record}, handed, unclaimed);
+  } catch (const std::bad_alloc&) {
+    // Out of memory: the datagrams cannot be kept, and go with the frame that held them.
+  }
+}
+
 void io_awaiter::settle_accept() noexcept {
   accept_stash& stash = *accept_waiter_->stash;
   int handed = stash.stop_waiting(*accept_waiter_);
@@ -553,14 +610,8 @@ bool io_awaiter::settle() {
     give_back_read(socket, stash_, {static_cast<const std::byte*>(op_.buffer), static_cast<std::size_t>(op_.result)});
     op_.result = -ECANCELED;
   }
-  if (op_.result >= 0 && datagrams_ != nullptr && stop_requested()) {
-    // A datagram received for a task being cancelled: the socket keeps it for its next receive, and
-    // this one ends cancelled (datagram_stash.hpp). Past its own deadline it returns it.
-    keep_while_open(socket, [&] {
-      datagrams_->keep(kept_from(*static_cast<const msghdr*>(op_.buffer), static_cast<std::size_t>(op_.result)),
-                       served_kept_);
-    });
-    op_.result = -ECANCELED;
+  if (datagrams_ != nullptr) {
+    settle_datagram(socket);
   }
   if (accept_waiter_ != nullptr) {
     settle_accept();

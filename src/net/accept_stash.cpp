@@ -31,8 +31,8 @@ void accept_stash::keep(int fd) noexcept {
   {
     std::lock_guard lock(mutex_);
     if (!closed_) {
-      if (accept_waiter* oldest = first_waiting_) {
-        unlist(*oldest);
+      if (accept_waiter* oldest = waiting_.front()) {
+        waiting_.remove(*oldest);
         hand(*oldest, fd);
         return;
       }
@@ -55,15 +55,12 @@ void accept_stash::wait(accept_waiter& waiter) noexcept {
     hand(waiter, take_oldest());  // kept after start() looked: this accept takes it now
     return;
   }
-  waiter.next = nullptr;
-  waiter.listed = true;
-  (last_waiting_ != nullptr ? last_waiting_->next : first_waiting_) = &waiter;
-  last_waiting_ = &waiter;
+  waiting_.push_back(waiter);
 }
 
 int accept_stash::take_pending(int listener) noexcept {
   std::lock_guard lock(mutex_);
-  if (closed_ || first_waiting_ == nullptr) {
+  if (closed_ || waiting_.empty()) {
     return -1;
   }
   int fd = ::accept4(listener, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -77,22 +74,9 @@ int accept_stash::stop_waiting(accept_waiter& waiter) noexcept {
   std::lock_guard lock(mutex_);
   waiter.registered = false;
   if (waiter.listed) {
-    unlist(waiter);
+    waiting_.remove(waiter);
   }
   return std::exchange(waiter.handed, -1);
-}
-
-void accept_stash::unlist(accept_waiter& waiter) noexcept {
-  accept_waiter* before = nullptr;
-  accept_waiter* at = first_waiting_;
-  while (at != &waiter) {  // a handful of accepts wait on one listener at most
-    before = std::exchange(at, at->next);
-  }
-  (before != nullptr ? before->next : first_waiting_) = waiter.next;
-  if (last_waiting_ == &waiter) {
-    last_waiting_ = before;
-  }
-  waiter.listed = false;
 }
 
 void accept_stash::hand(accept_waiter& waiter, int fd) noexcept {

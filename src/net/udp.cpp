@@ -29,7 +29,14 @@ void message_awaiter::prepare() noexcept {
   op_.buffer = &message_;
 }
 
+recv_from_awaiter::~recv_from_awaiter() {
+  if (kept_ != nullptr) {
+    leave_datagrams(resumed_);
+  }
+}
+
 datagram recv_from_awaiter::await_resume() {
+  resumed_ = true;  // what the op completed with is check()'s from here (returned, or kept in the stash)
   datagram result;
   if (check()) {
     result.size = static_cast<std::size_t>(op_.result);
@@ -52,7 +59,7 @@ udp_socket udp_socket::bind(const endpoint& local, std::error_code& error) noexc
   socket.socket_ = detail::open_bound(local, SOCK_DGRAM, error, [](int) { return true; });
   if (!error) {
     try {
-      socket.kept_ = std::make_unique<corio::detail::datagram_stash>();
+      socket.kept_ = std::make_shared<corio::detail::datagram_stash>();
     } catch (const std::bad_alloc&) {
       error = std::make_error_code(std::errc::not_enough_memory);
       socket.close();

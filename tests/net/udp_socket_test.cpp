@@ -6,11 +6,15 @@
 #include <corio/event_loop.hpp>
 #include <corio/join_handle.hpp>
 #include <corio/net/udp_socket.hpp>
+#include <corio/runtime.hpp>
 #include <corio/scope.hpp>
 #include <corio/time.hpp>
 #include <corio/when_any.hpp>
 
 #include <gtest/gtest.h>
+
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -18,6 +22,7 @@
 #include <chrono>
 #include <cstdint>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <variant>
@@ -227,6 +232,111 @@ TYPED_TEST(udp, a_datagram_a_lost_receive_left_is_cut_to_the_next_receives_buffe
     EXPECT_EQ(got.from, loser_sender);
     EXPECT_THROW(co_await corio::with_timeout(20ms, loser.recv_from(small)), corio::timed_out);
   });
+}
+
+// A receive raced in when_any against a receive on another socket: the number its socket's
+// datagram carried if its branch won, or nothing.
+corio::task<std::optional<int>> receive_or_other(udp_socket& shared, udp_socket& other) {
+  int number = -1;
+  int ignored = -1;
+  auto first = co_await corio::when_any(shared.recv_from(std::as_writable_bytes(std::span(&number, 1))),
+                                        other.recv_from(std::as_writable_bytes(std::span(&ignored, 1))));
+  co_return first.index() == 0 ? std::optional<int>(number) : std::nullopt;
+}
+
+// The number of the next datagram within 2 s, or nothing.
+corio::task<std::optional<int>> receive_within_2s(udp_socket& socket) {
+  int number = -1;
+  std::error_code error;
+  co_await corio::with_timeout(2s, socket.recv_from(std::as_writable_bytes(std::span(&number, 1)), error));
+  co_return error ? std::nullopt : std::optional<int>(number);
+}
+
+// Each round, with a racing receive and a second receive waiting on `shared`, this thread sends a
+// datagram to `other`, then one to `shared`, with plain system calls (both finish at once on
+// loopback) before its reactor looks again, so both of the racer's receives often complete in the
+// same turn, `other`'s first: its branch then wins and cancels a receive that holds `shared`'s
+// datagram. Whichever wins, that datagram must reach a receiver: the racer, or the waiting receive
+// at once, with no other datagram arriving to wake it (a papercut from review: it stayed kept for
+// the socket's next receive, and the waiting one timed out). `racer_lost` counts the rounds the
+// waiting receive had to serve.
+corio::task<void> race_beside_a_waiting_receive(int rounds, int* racer_lost) {
+  auto shared = udp_socket::bind(endpoint::loopback_v4(0));
+  auto other = udp_socket::bind(endpoint::loopback_v4(0));
+  const endpoint shared_at = shared.local_endpoint();
+  const endpoint other_at = other.local_endpoint();
+  const int sender = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  for (int round = 0; round < rounds; ++round) {
+    // Which of two receives waiting on a socket a datagram goes to differs by backend (epoll retries
+    // the oldest first, io_uring's wake-up reaches the newest first): every other round the racer waits first.
+    std::optional<corio::join_handle<std::optional<int>>> racing;
+    std::optional<corio::join_handle<std::optional<int>>> waiting;
+    for (int turn = 0; turn < 2; ++turn) {
+      if ((turn == 0) == (round % 2 == 0)) {
+        racing.emplace(corio::spawn(receive_or_other(shared, other)));
+      } else {
+        waiting.emplace(corio::spawn(receive_within_2s(shared)));
+      }
+      co_await corio::sleep_for(1ms);
+    }
+    EXPECT_EQ(::sendto(sender, &round, sizeof round, 0, other_at.data(), other_at.size()), sizeof round);
+    EXPECT_EQ(::sendto(sender, &round, sizeof round, 0, shared_at.data(), shared_at.size()), sizeof round);
+    std::optional<int> raced = co_await std::move(*racing);
+    if (raced) {
+      EXPECT_EQ(*raced, round);
+      waiting->cancel();  // the racer took it: nothing is left for the waiting receive
+      try {
+        co_await std::move(*waiting);
+      } catch (const corio::cancelled&) {
+      }
+      continue;
+    }
+    ++*racer_lost;
+    std::optional<int> got = co_await std::move(*waiting);
+    if (!got) {
+      ADD_FAILURE() << "round " << round << ": the datagram never reached the waiting receive";
+      break;
+    }
+    EXPECT_EQ(*got, round);
+  }
+  ::close(sender);
+}
+
+TYPED_TEST(udp, a_datagram_a_cancelled_receive_took_wakes_a_receive_already_waiting) {
+  int racer_lost = 0;
+  run_on_loop(TestFixture::backend,
+              [&]() -> corio::task<void> { co_await race_beside_a_waiting_receive(100, &racer_lost); });
+  EXPECT_GT(racer_lost, 0);  // the race this test is about happened
+}
+
+TYPED_TEST(udp, a_datagram_a_cancelled_receive_took_wakes_a_receive_waiting_on_two_workers) {
+  corio::runtime rt(runtime_options(TestFixture::backend, 2));
+  int racer_lost = 0;
+  rt.block_on([&]() -> corio::task<void> { co_await race_beside_a_waiting_receive(100, &racer_lost); }());
+  EXPECT_GT(racer_lost, 0);
+}
+
+// An event loop destroyed with a receive waiting in it, just after its datagram arrived (on io_uring
+// the kernel completes the receive at once; the loop never runs again to resume it): the datagram
+// goes to the socket's next receive, on another loop, instead of going down with the receive's frame.
+TYPED_TEST(udp, a_datagram_received_as_its_loop_is_destroyed_goes_to_the_next_receive) {
+  auto socket = udp_socket::bind(endpoint::loopback_v4(0));
+  const endpoint at = socket.local_endpoint();
+  const int sender = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  {
+    corio::event_loop loop(TestFixture::backend);
+    loop.spawn([&]() -> corio::task<void> {
+      int number = 0;
+      co_await socket.recv_from(std::as_writable_bytes(std::span(&number, 1)));
+      ADD_FAILURE() << "resumed after its loop stopped";
+    });
+    loop.block_on([]() -> corio::task<void> { co_await corio::sleep_for(5ms); });  // the receive waits
+    const int number = 42;
+    EXPECT_EQ(::sendto(sender, &number, sizeof number, 0, at.data(), at.size()), sizeof number);
+  }
+  corio::event_loop next(TestFixture::backend);
+  EXPECT_EQ(next.block_on(receive_within_2s(socket)), std::optional<int>(42)) << "the datagram was lost";
+  ::close(sender);
 }
 
 // A deadline that has already passed does not time out what completes at once: a datagram that was

@@ -54,6 +54,8 @@
 #include <mutex>
 #include <vector>
 
+#include <corio/detail/intrusive_fifo.hpp>
+
 namespace corio::detail {
 
 struct io_op;
@@ -101,12 +103,9 @@ class accept_stash {
   static void hand(accept_waiter& waiter, int fd) noexcept;
   /// Under the mutex: removes and returns the oldest kept connection (there is one).
   int take_oldest() noexcept;
-  /// Under the mutex: takes `waiter`, which is listed, off the list.
-  void unlist(accept_waiter& waiter) noexcept;
 
   std::vector<int> kept_;  // oldest first (a handful at most: a deque would allocate when made)
-  accept_waiter* first_waiting_ = nullptr;  // listed accepts, oldest first
-  accept_waiter* last_waiting_ = nullptr;
+  intrusive_fifo<accept_waiter> waiting_;  // listed accepts, oldest first
   bool closed_ = false;
   std::atomic<std::size_t> count_{0};  // kept_.size(), readable without the lock (a hint, see above)
 };

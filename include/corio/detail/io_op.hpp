@@ -106,6 +106,8 @@ namespace corio::detail {
 class accept_stash;
 class datagram_stash;
 struct accept_waiter;
+struct datagram_waiter;
+struct kept_datagram;
 struct fd_record;
 class io_slot;
 struct io_source;
@@ -299,6 +301,9 @@ class io_awaiter {
     if (accept_waiter_ != nullptr) [[unlikely]] {
       wait_for_kept_connection();
     }
+    if (datagram_waiter_ != nullptr) [[unlikely]] {
+      wait_for_kept_datagram();
+    }
     if (stop_ != nullptr && stop_->stop_possible()) {
       stop_callback_.emplace(*stop_, on_stop{&op_});
     }
@@ -328,6 +333,13 @@ class io_awaiter {
   /// A UDP receive: a datagram it completes with while being cancelled goes to `stash`, whole with its
   /// sender, and the next receive takes it from there (datagram_stash.hpp).
   void keep_when_cancelled(datagram_stash* stash) noexcept { datagrams_ = stash; }
+  /// That UDP receive (from await_suspend, where the awaiter stays put): is woken, while it waits, for
+  /// a datagram its socket keeps, listed through `waiter` (datagram_stash.hpp).
+  void wait_for_kept(datagram_waiter& waiter) noexcept;
+  /// That UDP receive's awaiter is destroyed (`resumed`: after await_resume): unlists it, and leaves in
+  /// the stash a datagram handed to it, and the one it completed with if its frame goes unresumed (its
+  /// executor's shutdown), for the socket's next receive.
+  void leave_datagrams(bool resumed) noexcept;
   /// A listener's accept (from await_suspend, where the awaiter stays put): takes a connection kept in
   /// `stash` first, is woken for one kept while it waits (listed through `waiter`), and leaves there
   /// the one it completes with while its task is being cancelled.
@@ -344,6 +356,13 @@ class io_awaiter {
   [[noreturn]] static void abandoned_in_flight() noexcept;
   /// arm_cancellation() for an accept: lists it in its listener's stash (accept_stash.hpp).
   void wait_for_kept_connection() noexcept;
+  /// arm_cancellation() for a UDP receive: lists it in its socket's stash (datagram_stash.hpp).
+  void wait_for_kept_datagram() noexcept;
+  /// check() for a UDP receive: takes a datagram handed to it while it waited, and leaves with the
+  /// stash the datagrams a task being cancelled holds (datagram_stash.hpp).
+  void settle_datagram(const socket_id& socket);
+  /// Keeps in the socket's stash `handed` (at the front) and, if `own`, the datagram op_ completed with.
+  void give_back_datagrams(const socket_id& socket, std::optional<kept_datagram>& handed, bool own);
   /// check() for an accept: takes a connection handed to it while it waited, and leaves with the
   /// stash the connections a task being cancelled holds (accept_stash.hpp).
   void settle_accept() noexcept;
@@ -383,6 +402,7 @@ class io_awaiter {
   read_stash* stash_ = nullptr;   // a stream read's: where check() keeps bytes that arrived for a cancelled read
   datagram_stash* datagrams_ = nullptr;  // a UDP receive's: where check() keeps a datagram that arrived for it
   accept_waiter* accept_waiter_ = nullptr;  // an awaited accept's entry in its listener's stash (set when it starts)
+  datagram_waiter* datagram_waiter_ = nullptr;  // an awaited receive's entry in its socket's stash (likewise)
   std::optional<stop_callback<on_stop>> stop_callback_;
 };
 

@@ -67,12 +67,33 @@ class send_to_awaiter : public message_awaiter {
 
 class recv_from_awaiter : public message_awaiter {
  public:
-  recv_from_awaiter(corio::detail::socket_id socket, std::span<std::byte> buffer, corio::detail::datagram_stash* kept,
-                    const char* what, std::error_code* error) noexcept
-      : message_awaiter(corio::detail::io_kind::recvmsg, socket, buffer.data(), buffer.size(), nullptr, what, error) {
-    keep_when_cancelled(kept);
+  recv_from_awaiter(corio::detail::socket_id socket, std::span<std::byte> buffer,
+                    std::shared_ptr<corio::detail::datagram_stash> kept, const char* what,
+                    std::error_code* error) noexcept
+      : message_awaiter(corio::detail::io_kind::recvmsg, socket, buffer.data(), buffer.size(), nullptr, what, error),
+        kept_(std::move(kept)) {
+    keep_when_cancelled(kept_.get());
+  }
+  recv_from_awaiter(recv_from_awaiter&& other) noexcept = default;
+  /// A frame destroyed while this receive waited (its executor's shutdown): unlists it from the stash
+  /// and leaves there a datagram handed to it, and the one its op completed with that it never resumed
+  /// to take, for the socket's next receive.
+  ~recv_from_awaiter();
+
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> self) {
+    prepare();
+    if (kept_ != nullptr) {
+      wait_for_kept(waiter_);
+    }
+    return start(self);
   }
   datagram await_resume();
+
+ private:
+  std::shared_ptr<corio::detail::datagram_stash> kept_;  // shared with the socket: a receive may outlive it
+  corio::detail::datagram_waiter waiter_;
+  bool resumed_ = false;
 };
 
 }  // namespace detail
@@ -83,8 +104,8 @@ class recv_from_awaiter : public message_awaiter {
 /// PacketConn. Cancel them before closing or destroying the socket (moving it while one waits is fine); a receive
 /// closed under, on any thread, still ends with std::errc::operation_canceled (README, Limitations). recv_from
 /// and recv are cancel-safe, as a stream's reads are: a receive cancelled (a lost when_any, a deadline) just as
-/// its datagram arrived leaves it with the socket, whose next receive returns it first (one already waiting in
-/// the kernel is not woken for it).
+/// its datagram arrived leaves it with the socket, which hands it to a receive already waiting, or else returns
+/// it first from the next receive.
 ///
 ///     auto socket = corio::net::udp_socket::bind(corio::net::endpoint::loopback_v4(0));
 ///     co_await socket.send_to(std::as_bytes(std::span("hi", 2)), peer);
@@ -131,10 +152,10 @@ class udp_socket {
   /// Receives one datagram into `buffer`. The rest of a longer one is dropped, as recvfrom does, and
   /// the datagram it yields says so with `truncated`; that is not an error.
   detail::recv_from_awaiter recv_from(std::span<std::byte> buffer) noexcept {
-    return {socket_.id(), buffer, kept_.get(), recv_from_name, nullptr};
+    return {socket_.id(), buffer, kept_, recv_from_name, nullptr};
   }
   detail::recv_from_awaiter recv_from(std::span<std::byte> buffer, std::error_code& error) noexcept {
-    return {socket_.id(), buffer, kept_.get(), recv_from_name, &error};
+    return {socket_.id(), buffer, kept_, recv_from_name, &error};
   }
 
   /// Makes `peer` the socket's default destination and its only source: from then on the kernel drops
@@ -156,10 +177,10 @@ class udp_socket {
 
   /// Receives one datagram from the connected peer, as recv_from does (its `from` is the peer).
   detail::recv_from_awaiter recv(std::span<std::byte> buffer) noexcept {
-    return {socket_.id(), buffer, kept_.get(), recv_name, nullptr};
+    return {socket_.id(), buffer, kept_, recv_name, nullptr};
   }
   detail::recv_from_awaiter recv(std::span<std::byte> buffer, std::error_code& error) noexcept {
-    return {socket_.id(), buffer, kept_.get(), recv_name, &error};
+    return {socket_.id(), buffer, kept_, recv_name, &error};
   }
 
   endpoint local_endpoint() const;
@@ -172,7 +193,7 @@ class udp_socket {
   void close() noexcept {
     socket_.reset();
     if (kept_ != nullptr) {
-      kept_->clear();
+      kept_->close();
     }
   }
 
@@ -181,11 +202,12 @@ class udp_socket {
   static constexpr const char* recv_from_name = "corio::net::udp_socket::recv_from";
   static constexpr const char* send_name = "corio::net::udp_socket::send";
   static constexpr const char* recv_name = "corio::net::udp_socket::recv";
-  // Datagrams received for cancelled receives, for the next ones: one allocation the socket owns, so
-  // that a receive in flight keeps into it wherever the socket has moved (null: no socket). Declared
-  // first, destroyed last: after the socket's close, which waits for a receive keeping a datagram
-  // here on another thread (keep_while_open).
-  std::unique_ptr<corio::detail::datagram_stash> kept_;
+  // Datagrams received for cancelled receives, for the next ones: one allocation, shared with the
+  // receives made from the socket, so that a receive in flight keeps into it wherever the socket has
+  // moved, and finds it allocated after the socket is gone (null: no socket). Declared first,
+  // destroyed last: after the socket's close, which waits for a receive keeping a datagram here on
+  // another thread (keep_while_open).
+  std::shared_ptr<corio::detail::datagram_stash> kept_;
   corio::detail::socket_fd socket_;
 };
 
