@@ -454,9 +454,9 @@ bool io_awaiter::start(std::coroutine_handle<> self, stop_state* stop) {
     op_.result = into.empty() ? 0 : static_cast<std::int32_t>(stash_->take(into));
     return yield_if_budget_spent(self);
   }
-  if (op_.kind == io_kind::recvmsg && op_.fd >= 0 && datagrams_ != nullptr && !datagrams_->empty() &&
+  if (op_.kind == io_kind::recvmsg && op_.fd >= 0 && datagram_waiter_ != nullptr && !datagram_waiter_->stash->empty() &&
       !closed_since_opened(op_)) {  // a receive made before its socket's close gets no kept datagram
-    if (std::optional<datagram_stash::kept> kept = datagrams_->take()) {
+    if (std::optional<datagram_stash::kept> kept = datagram_waiter_->stash->take()) {
       op_.result = receive_kept(*static_cast<msghdr*>(op_.buffer), *kept);  // a datagram a cancelled receive took
       served_kept_ = true;
       return yield_if_budget_spent(self);
@@ -518,16 +518,16 @@ void io_awaiter::keep_when_cancelled(accept_stash& stash, accept_waiter& waiter)
 
 void io_awaiter::wait_for_kept_connection() noexcept { accept_waiter_->stash->wait(*accept_waiter_); }
 
-void io_awaiter::wait_for_kept(datagram_waiter& waiter) noexcept {
+void io_awaiter::keep_when_cancelled(datagram_stash& stash, datagram_waiter& waiter) noexcept {
   datagram_waiter_ = &waiter;
+  waiter.stash = &stash;
   waiter.op = &op_;
 }
 
-void io_awaiter::wait_for_kept_datagram() noexcept { datagrams_->wait(*datagram_waiter_); }
+void io_awaiter::wait_for_kept_datagram() noexcept { datagram_waiter_->stash->wait(*datagram_waiter_); }
 
 void io_awaiter::settle_datagram(const socket_id& socket) {
-  std::optional<datagram_stash::kept> handed =
-      datagram_waiter_ != nullptr ? datagrams_->stop_waiting(*datagram_waiter_) : std::nullopt;
+  std::optional<datagram_stash::kept> handed = datagram_waiter_->stash->stop_waiting(*datagram_waiter_);
   if (stop_requested()) {
     // Its task is being cancelled: the socket keeps the datagrams it holds, and this one ends
     // cancelled. Past its own deadline it returns its own.
@@ -546,20 +546,23 @@ void io_awaiter::settle_datagram(const socket_id& socket) {
 }
 
 void io_awaiter::give_back_datagrams(const socket_id& socket, std::optional<datagram_stash::kept>& handed, bool own) {
+  datagram_stash& stash = *datagram_waiter_->stash;
   keep_while_open(socket, [&] {
     if (handed) {
-      datagrams_->keep(std::move(*handed), true);  // handed out as the oldest
+      stash.keep(std::move(*handed), true);  // handed out as the oldest
     }
     if (own) {
-      datagrams_->keep(kept_from(*static_cast<const msghdr*>(op_.buffer), static_cast<std::size_t>(op_.result)),
+      stash.keep(kept_from(*static_cast<const msghdr*>(op_.buffer), static_cast<std::size_t>(op_.result)),
                        served_kept_);
     }
   });
 }
 
 void io_awaiter::leave_datagrams(bool resumed) noexcept {
-  std::optional<datagram_stash::kept> handed =
-      datagram_waiter_ != nullptr ? datagrams_->stop_waiting(*datagram_waiter_) : std::nullopt;
+  if (datagram_waiter_ == nullptr) {
+    return;  // never awaited
+  }
+  std::optional<datagram_stash::kept> handed = datagram_waiter_->stash->stop_waiting(*datagram_waiter_);
   // Completed, or served from the stash, but never resumed to take it: its executor shut down first.
   const bool unclaimed =
       !resumed && op_.result >= 0 && (served_kept_ || op_.state.load(std::memory_order_acquire) == io_state::done);
@@ -610,7 +613,7 @@ bool io_awaiter::settle() {
     give_back_read(socket, stash_, {static_cast<const std::byte*>(op_.buffer), static_cast<std::size_t>(op_.result)});
     op_.result = -ECANCELED;
   }
-  if (datagrams_ != nullptr) {
+  if (datagram_waiter_ != nullptr) {
     settle_datagram(socket);
   }
   if (accept_waiter_ != nullptr) {

@@ -29,11 +29,7 @@ void message_awaiter::prepare() noexcept {
   op_.buffer = &message_;
 }
 
-recv_from_awaiter::~recv_from_awaiter() {
-  if (kept_ != nullptr) {
-    leave_datagrams(resumed_);
-  }
-}
+recv_from_awaiter::~recv_from_awaiter() { leave_datagrams(resumed_); }
 
 datagram recv_from_awaiter::await_resume() {
   resumed_ = true;  // what the op completed with is check()'s from here (returned, or kept in the stash)

@@ -58,6 +58,7 @@
 namespace corio::detail {
 
 struct io_op;
+class datagram_stash;
 
 /// A datagram a cancelled receive took: its bytes as received, its sender, whether the kernel cut it.
 struct kept_datagram {
@@ -68,8 +69,10 @@ struct kept_datagram {
 };
 
 /// A receive waiting in its reactor, listed in its socket's stash (see "Waking a waiting receive").
-/// Lives in the receive's awaiter, which sets `op` when it starts; the rest is the stash's, under its mutex.
+/// Lives in the receive's awaiter, which sets `stash` and `op` when it starts; the rest is the stash's,
+/// under its mutex.
 struct datagram_waiter {
+  datagram_stash* stash = nullptr;
   io_op* op = nullptr;
   datagram_waiter* next = nullptr;
   std::optional<kept_datagram> handed;  // a kept datagram keep() gave this receive

@@ -231,7 +231,7 @@ class io_awaiter {
   io_awaiter(const char* what, std::error_code* error) noexcept : what_(what), error_(error) {}
   /// Only before it is awaited (when_any and with_timeout take operations by value).
   io_awaiter(io_awaiter&& other) noexcept
-      : what_(other.what_), error_(other.error_), stash_(other.stash_), datagrams_(other.datagrams_) {
+      : what_(other.what_), error_(other.error_), stash_(other.stash_) {
     static_cast<io_request&>(op_) = other.op_;
   }
   io_awaiter& operator=(io_awaiter&&) = delete;
@@ -321,7 +321,7 @@ class io_awaiter {
   /// that completed returns what it got.
   bool check() {
     stop_callback_.reset();  // waits for a callback running on another thread
-    if (op_.result >= 0 && datagrams_ == nullptr && accept_waiter_ == nullptr &&
+    if (op_.result >= 0 && datagram_waiter_ == nullptr && accept_waiter_ == nullptr &&
         (op_.result == 0 || stash_ == nullptr || !stop_requested())) {
       return succeeded();  // the usual case, inline; the rest in settle()
     }
@@ -330,12 +330,10 @@ class io_awaiter {
 
   /// A stream read: bytes it completes with while being cancelled go to `stash`.
   void keep_when_cancelled(read_stash* stash) noexcept { stash_ = stash; }
-  /// A UDP receive: a datagram it completes with while being cancelled goes to `stash`, whole with its
-  /// sender, and the next receive takes it from there (datagram_stash.hpp).
-  void keep_when_cancelled(datagram_stash* stash) noexcept { datagrams_ = stash; }
-  /// That UDP receive (from await_suspend, where the awaiter stays put): is woken, while it waits, for
-  /// a datagram its socket keeps, listed through `waiter` (datagram_stash.hpp).
-  void wait_for_kept(datagram_waiter& waiter) noexcept;
+  /// A UDP receive (from await_suspend, where the awaiter stays put): takes a datagram kept in `stash`
+  /// first, is woken for one kept while it waits (listed through `waiter`), and leaves there the one
+  /// it completes with while being cancelled, whole with its sender (datagram_stash.hpp).
+  void keep_when_cancelled(datagram_stash& stash, datagram_waiter& waiter) noexcept;
   /// That UDP receive's awaiter is destroyed (`resumed`: after await_resume): unlists it, and leaves in
   /// the stash a datagram handed to it, and the one it completed with if its frame goes unresumed (its
   /// executor's shutdown), for the socket's next receive.
@@ -400,9 +398,8 @@ class io_awaiter {
   /// 0 not read yet, 1 before the deadline, 2 at or past it.
   mutable std::uint8_t linked_deadline_reading_ = 0;
   read_stash* stash_ = nullptr;   // a stream read's: where check() keeps bytes that arrived for a cancelled read
-  datagram_stash* datagrams_ = nullptr;  // a UDP receive's: where check() keeps a datagram that arrived for it
   accept_waiter* accept_waiter_ = nullptr;  // an awaited accept's entry in its listener's stash (set when it starts)
-  datagram_waiter* datagram_waiter_ = nullptr;  // an awaited receive's entry in its socket's stash (likewise)
+  datagram_waiter* datagram_waiter_ = nullptr;  // an awaited UDP receive's entry in its socket's stash (likewise)
   std::optional<stop_callback<on_stop>> stop_callback_;
 };
 

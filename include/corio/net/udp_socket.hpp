@@ -71,9 +71,7 @@ class recv_from_awaiter : public message_awaiter {
                     std::shared_ptr<corio::detail::datagram_stash> kept, const char* what,
                     std::error_code* error) noexcept
       : message_awaiter(corio::detail::io_kind::recvmsg, socket, buffer.data(), buffer.size(), nullptr, what, error),
-        kept_(std::move(kept)) {
-    keep_when_cancelled(kept_.get());
-  }
+        kept_(std::move(kept)) {}
   recv_from_awaiter(recv_from_awaiter&& other) noexcept = default;
   /// A frame destroyed while this receive waited (its executor's shutdown): unlists it from the stash
   /// and leaves there a datagram handed to it, and the one its op completed with that it never resumed
@@ -84,7 +82,7 @@ class recv_from_awaiter : public message_awaiter {
   bool await_suspend(std::coroutine_handle<Promise> self) {
     prepare();
     if (kept_ != nullptr) {
-      wait_for_kept(waiter_);
+      keep_when_cancelled(*kept_, waiter_);
     }
     return start(self);
   }
