@@ -87,7 +87,7 @@ datagram_stash::kept kept_from(const msghdr& message, std::size_t received) {
 
 }  // namespace
 
-io_slot::submitted io_slot::submit(io_op& op) {
+io_slot::submitted io_slot::submit(io_op& op, io_awaiter& awaiter) {
   if (shut_down_) {
     op.result = -ECANCELED;  // unreachable through the executors: nothing runs on a slot after shutdown
     return submitted::finished;
@@ -97,7 +97,7 @@ io_slot::submitted io_slot::submit(io_op& op) {
     return submitted::finished;  // refused: route() set op.result
   }
   if (target != this) {
-    return target->hand_off(op);
+    return target->hand_off(op, awaiter);
   }
   op.slot = this;
   op.state.store(io_state::in_flight, std::memory_order_relaxed);  // published to a stop callback by its registration
@@ -109,7 +109,8 @@ io_slot::submitted io_slot::submit(io_op& op) {
   return submitted::in_flight;
 }
 
-io_slot::submitted io_slot::hand_off(io_op& op) noexcept {
+io_slot::submitted io_slot::hand_off(io_op& op, io_awaiter& awaiter) noexcept {
+  op.awaiter = &awaiter;
   pin_source(op);
   op.slot = this;
   op.state.store(io_state::queued, std::memory_order_relaxed);  // published by the push
@@ -462,7 +463,8 @@ bool io_awaiter::start(std::coroutine_handle<> self, stop_state* stop) {
       return yield_if_budget_spent(self);
     }
   }
-  if (int kept = accept_waiter_ != nullptr ? accept_waiter_->stash->take() : -1; kept >= 0) {
+  if (int kept = op_.kind == io_kind::accept && accept_waiter_ != nullptr ? accept_waiter_->stash->take() : -1;
+      kept >= 0) {
     op_.result = kept;  // a connection an accept took for a cancelled task comes first
     return yield_if_budget_spent(self);
   }
@@ -471,8 +473,7 @@ bool io_awaiter::start(std::coroutine_handle<> self, stop_state* stop) {
     throw std::logic_error(std::string(what_) + ": no event loop or runtime runs on this thread");
   }
   op_.handle = self;
-  op_.awaiter = this;
-  switch (slot->submit(op_)) {
+  switch (slot->submit(op_, *this)) {
     case io_slot::submitted::finished:
       return yield_if_budget_spent(self);  // finished without suspending: it still spends the budget
     case io_slot::submitted::handed_off:

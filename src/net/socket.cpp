@@ -71,11 +71,10 @@ void exclusive_claim::release_direction(const io_request& op) noexcept {
 }
 
 std::size_t send_all_awaiter::await_resume() {
-  writer_.release();
   if (op_.result >= 0 && op_.transferred < op_.whole_size) {
     op_.result = -ECANCELED;  // stopped part-way: only a cancellation (or the executor's shutdown) does that
   }
-  check();
+  check_claimed();
   return op_.transferred;
 }
 

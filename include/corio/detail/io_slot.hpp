@@ -131,8 +131,9 @@ class io_slot final : private park_backend {
   /// Owning thread. Starts `op` here (creating the reactor on first use) or hands it to its socket's
   /// home slot. Throws std::system_error if the reactor cannot be created, unless for want of
   /// descriptors: the op then goes to a sibling that has a reactor (stand_in), or finishes with
-  /// -EMFILE or -ENFILE.
-  submitted submit(io_op& op);
+  /// -EMFILE or -ENFILE. `awaiter` owns `op`: a home slot that takes a handed-off op registers its stop
+  /// callback through it.
+  submitted submit(io_op& op, io_awaiter& awaiter);
 
   /// Owning thread, just before submit(op) (io_op.hpp, "Linked deadlines"). If the reactor will issue
   /// `op` as one plain request that a timeout can be linked to (io_uring: not a stream's read or an accept), stores
@@ -250,8 +251,8 @@ class io_slot final : private park_backend {
   /// route() while this slot has no reactor and cannot make one: a sibling that has a reactor and may
   /// serve `op` (its socket's home, or any sibling for a socket homed nowhere), or null.
   io_slot* stand_in(io_op& op) noexcept;
-  /// Another worker's thread: queues `op` for this (its socket's home) slot and wakes it.
-  submitted hand_off(io_op& op) noexcept;
+  /// Another worker's thread: queues `op` (owned by `awaiter`) for this (its socket's home) slot and wakes it.
+  submitted hand_off(io_op& op, io_awaiter& awaiter) noexcept;
   /// hand_off(): pins the op's io_source (io_op::pinned); unpin_source() lets go of it once the home
   /// took the op or ended it.
   static void pin_source(io_op& op) noexcept;

@@ -71,49 +71,6 @@ class socket_fd {
   std::atomic<fd_record*> record_{nullptr};    // likewise
 };
 
-/// A stream's one-reader and one-writer rules, checked: an operation holds its direction's flag
-/// while it is in flight, and a second one started meanwhile in the same direction (another task's,
-/// or a when_any branch's) throws std::logic_error instead of interleaving its bytes with the first's,
-/// or taking bytes meant for the first. Go serialises concurrent operations on a connection and
-/// tokio's `&mut self` rules them out; a silent mix of two messages, or bytes handed to whichever
-/// read came first, is the one outcome neither allows.
-/// Where the flags live: in the process-wide record of the socket's descriptor number
-/// (src/io/fd_records.hpp), which is never freed, not in the stream object. An operation resumes
-/// after its stream was closed under it (supported) or destroyed under it (a misuse, but one that
-/// must not corrupt memory), and lets go of its flag then: in the stream, that was a store into
-/// freed memory. A flag holds the generation of the socket whose operation holds it (plus one, so
-/// that 0 is free), so an operation on the number's next socket is never refused for the old one's,
-/// and a late release changes nothing once the number moved on (a CAS on its own value). Atomic, so
-/// it is exact across workers.
-class exclusive_claim {
- public:
-  exclusive_claim() noexcept = default;
-  exclusive_claim(exclusive_claim&&) noexcept {}  // before it starts
-  exclusive_claim& operator=(exclusive_claim&&) = delete;
-  ~exclusive_claim() { release(); }
-
-  /// Takes the flag of `op`'s direction on its socket, or throws std::logic_error naming `what` if
-  /// another operation holds it. `op` stays put until release() (the awaiter's own op).
-  void claim(const io_request& op, const char* what) {
-    if (op.record != nullptr && op.fd >= 0) {
-      take_direction(op, what);
-      held_ = &op;
-    }
-  }
-  void release() noexcept {
-    if (held_ != nullptr) {
-      release_direction(*held_);
-      held_ = nullptr;
-    }
-  }
-
- private:
-  static void take_direction(const io_request& op, const char* what);
-  static void release_direction(const io_request& op) noexcept;
-
-  const io_request* held_ = nullptr;
-};
-
 /// recv or send on a connected socket; yields the byte count (0 from recv: the peer closed). A recv
 /// given the stream's `source` goes through its registered file, or is served by its multishot recv
 /// (CORIO_URING_MULTISHOT=all, io_source.hpp); a send given it goes through the registered file too.
@@ -137,16 +94,9 @@ class transfer_awaiter : public io_awaiter {
 
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> self) {
-    claim_.claim(op_, name());
-    return start_holding(claim_, self);
+    return start_claimed(self);
   }
-  std::size_t await_resume() {
-    claim_.release();
-    return check() ? static_cast<std::size_t>(op_.result) : 0;
-  }
-
- private:
-  exclusive_claim claim_;
+  std::size_t await_resume() { return check_claimed() ? static_cast<std::size_t>(op_.result) : 0; }
 };
 
 /// send of all of `data` on a connected socket (a whole transfer, io_op.hpp): the reactor issues as
@@ -171,13 +121,9 @@ class send_all_awaiter : public io_awaiter {
     if (op_.whole_size == 0) {
       return finish_at_once(self);  // nothing to send: result 0
     }
-    writer_.claim(op_, name());
-    return start_holding(writer_, self);
+    return start_claimed(self);
   }
   std::size_t await_resume();
-
- private:
-  exclusive_claim writer_;
 };
 
 /// accept on a listening socket; yields the new descriptor (-1 on error) and fills in the peer address
