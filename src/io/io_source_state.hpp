@@ -23,6 +23,12 @@ struct alignas(64) io_source {
   /// Who lets go of it when the owning thread is not the one releasing (see release_io_source).
   enum class life : std::uint8_t { live, released, orphaned };
 
+  io_source() noexcept = default;
+  io_source(const io_source&) = delete;
+  io_source& operator=(const io_source&) = delete;
+  /// Empties the queue while its slots, declared after it, still live.
+  ~io_source() { queue.clear(); }
+
   // Hot: what a single-shot read or write on the socket's registered file touches at submission and
   // completion (route, submit_with_source, hold, end_held), packed into the first cache line (the
   // struct is aligned to one): at 500 busy connections every line per socket is a miss per request.
