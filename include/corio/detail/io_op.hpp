@@ -198,7 +198,9 @@ struct io_op : io_request {
   /// re-issues of a whole transfer included, carries a linked timeout at `deadline`, an absolute
   /// CLOCK_MONOTONIC time (std::chrono::steady_clock's epoch), read by the kernel at submission.
   bool link_deadline = false;
-  bool started = false;  // epoll connect: connect() was issued, now waiting for writability
+  // epoll connect only: connect() was issued, now waiting for writability. Cold, but here, in the
+  // flags' padding, its initializer writes no line a plain op would not write anyway.
+  bool started = false;
   std::coroutine_handle<> handle;
   io_slot* slot = nullptr;
   io_op* next = nullptr;  // the backend's lists (epoll: the fd's waiters), or a slot's hand-off queue
@@ -447,10 +449,8 @@ class io_awaiter {
   /// A stop was requested on the op's token: its task (or the when_any branch) is being cancelled.
   bool stop_requested() const noexcept { return stop_ != nullptr && stop_->stop_requested(); }
 
-  // Layout: the fields a plain read or write touches after construction come first and sit beside the
-  // op's own hot fields (io_op), so that a suspended read resumes touching as few cache lines as it can:
-  // at hundreds of busy connections each line is a miss per operation. Those of accepts and UDP
-  // receives, read only for their kinds, come last.
+  // In the order the design note's "Layout" gives: what a plain read or write touches first, beside
+  // op_'s hot fields; the accept and UDP receive fields last.
   std::optional<stop_callback<on_stop>> stop_callback_;
   stop_state* stop_ = nullptr;
   std::error_code* error_;
