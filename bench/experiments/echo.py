@@ -147,11 +147,6 @@ def _of_bytes(results: Results, size: str) -> Results:
     return Results([row for row in results.rows if row.values["bytes"] == size], results.meta)
 
 
-def _value(results: Results, server: str, clients: str, size: str, metric: str) -> float | None:
-    row = results.find(server=server, clients=clients, bytes=size)
-    return None if row is None else row.median(metric)
-
-
 def _metric_table(results: Results, metric: str, digits: int, scale: float) -> str:
     clients = _sorted(results, "clients")
     rows = []
@@ -203,17 +198,20 @@ def _schedule_of(results: Results) -> Schedule:
 
 
 def _pairs(results: Results, metric: str, numerator: str, rivals_at):
-    """(numerator's median, the rival's, the rival's name if it was picked among several) at a cell, where
-    `rivals_at(clients, size)` names the rows to compare with and the one with the highest median is taken
-    (the faster configuration, for requests/s); (None, None, which rows are missing) if any is missing."""
+    """(numerator's median, the rival's, the rival's name if it was picked among several, whether the two rows'
+    min-max ranges over their runs overlap) at a cell, where `rivals_at(clients, size)` names the rows to compare
+    with and the one with the highest median is taken (the faster configuration, for requests/s); (None, None,
+    which rows are missing, False) if any is missing."""
     def pairs(clients: int, size: int):
         rivals = rivals_at(clients, size)
-        values = {name: _value(results, name, clients, size, metric) for name in [numerator] + rivals}
-        absent = [name for name, value in values.items() if value is None]
+        rows = {name: results.find(server=name, clients=clients, bytes=size) for name in [numerator] + rivals}
+        absent = [name for name, row in rows.items() if row is None]
         if absent:
-            return None, None, "no " + ", ".join(absent)
-        rival = max(rivals, key=lambda name: values[name])
-        return values[numerator], values[rival], rival if len(rivals) > 1 else ""
+            return None, None, "no " + ", ".join(absent), False
+        rival = max(rivals, key=lambda name: rows[name].median(metric))
+        ours, theirs = rows[numerator], rows[rival]
+        overlap = ours.low[metric] <= theirs.high[metric] and theirs.low[metric] <= ours.high[metric]
+        return ours.median(metric), theirs.median(metric), rival if len(rivals) > 1 else "", overlap
     return pairs
 
 
@@ -256,22 +254,24 @@ def _across(claim: str, cells: list[tuple[int, int]], pairs, limit: float, highe
         return Target(claim, "no cells", None, need, False, limit=limit)
     ratios, absent = [], []
     for clients, size in cells:
-        numerator, denominator, note = pairs(clients, size)
+        numerator, denominator, note, overlap = pairs(clients, size)
         if numerator is None or denominator is None or denominator <= 0:
             absent.append(f"c={clients} b={size} ({note or 'no data'})")
             continue
-        ratios.append((numerator / denominator, clients, size, numerator, denominator, note))
-    missed = [f"c={c} b={b} {shown(r, limit)}" + (f" vs {note}" if note else "") for r, c, b, _, _, note in ratios
-              if (r < limit if higher else r > limit)]
+        ratios.append((numerator / denominator, clients, size, numerator, denominator, note, overlap))
+    misses = [(c, b, r, note, overlap) for r, c, b, _, _, note, overlap in ratios if (r < limit if higher else r > limit)]
+    missed = [f"c={c} b={b} {shown(r, limit)}" + (f" vs {note}" if note else "") for c, b, r, note, _ in misses]
+    within_spread = sum(overlap for *_, overlap in misses)
     if absent:
         where = f"{len(cells)} cells; no data in {len(absent)}: " + _listed(absent)
         if missed:
             where += f"; of the rest, missed in {len(missed)}: " + _listed(missed)
         return Target(claim, where, None, need, False, limit=limit)
-    ratio, clients, size, numerator, denominator, note = (min if higher else max)(ratios)
+    ratio, clients, size, numerator, denominator, note, _ = (min if higher else max)(ratios)
     where = f"{len(cells)} cells; worst clients={clients} bytes={size}" + (f" (vs {note})" if note else "")
     if missed:
         where += f"; missed in {len(missed)}: " + ", ".join(missed)
+        where += f" ({within_spread} of {len(missed)} within the two rows' overlapping min-max ranges)"
     check = at_least if higher else at_most
     return check(claim, where, numerator, denominator, limit)
 

@@ -119,6 +119,38 @@ class EchoSameRoundRatios(unittest.TestCase):
         self.assertIn("1 cells; lowest clients=50 bytes=128; below 1 in 1: c=50 b=128 0.900x", row.where)
 
 
+class EchoMissesSayWhetherTheRunsOverlap(unittest.TestCase):
+    """A missed echo cell is judged on medians; the target's line also counts the misses where the two rows'
+    min-max ranges overlap (the host's run-to-run spread covers the gap) apart from those where they do not."""
+
+    @staticmethod
+    def row(server: str, clients: int, median: float, low: float, high: float) -> Aggregate:
+        made = Aggregate({"server": server, "clients": str(clients), "bytes": "128",
+                          "requests_per_sec": str(median)})
+        made.low["requests_per_sec"], made.high["requests_per_sec"] = low, high
+        return made
+
+    def test_overlapping_and_separate_misses_are_counted_apart(self):
+        measured = Results([self.row("corio-epoll", 50, 90, 80, 110), self.row("c-epoll", 50, 100, 95, 105),
+                            self.row("corio-epoll", 300, 80, 78, 82), self.row("c-epoll", 300, 100, 90, 110),
+                            self.row("corio-epoll", 500, 100, 99, 101), self.row("c-epoll", 500, 100, 99, 101)],
+                           {"mode": "full"})
+        pairs = echo._pairs(measured, "requests_per_sec", "corio-epoll", lambda c, b: ["c-epoll"])
+        found = echo._across("corio-epoll req/s / c-epoll's", [(50, 128), (300, 128), (500, 128)], pairs, 0.95,
+                             higher=True)
+        self.assertFalse(found.passed)
+        self.assertIn("missed in 2: c=50 b=128 0.90x, c=300 b=128 0.80x", found.where)
+        self.assertIn("(1 of 2 within the two rows' overlapping min-max ranges)", found.where)
+
+    def test_a_met_target_says_nothing_of_ranges(self):
+        measured = Results([self.row("corio-epoll", 50, 100, 90, 110), self.row("c-epoll", 50, 100, 90, 110)],
+                           {"mode": "full"})
+        pairs = echo._pairs(measured, "requests_per_sec", "corio-epoll", lambda c, b: ["c-epoll"])
+        found = echo._across("corio-epoll req/s / c-epoll's", [(50, 128)], pairs, 0.95, higher=True)
+        self.assertTrue(found.passed)
+        self.assertNotIn("min-max", found.where)
+
+
 class PublishedResults(unittest.TestCase):
     COLUMNS = ["impl", "size", "speed"]
 
