@@ -59,6 +59,7 @@ struct alignas(64) io_source {
   // "Lifetime"): a listener's accepts may be handed off from many tasks at once.
   std::atomic<std::uint32_t> owners{2};
   io_source* next_released = nullptr;  // in its home slot's queue of sources let go on other workers
+  std::uint64_t armed_under_limit = 0;  // accept: the soft RLIMIT_NOFILE its multishot was armed under
 };
 // The ring's pointer, capacity, head and size (what empty() reads) end the hot line.
 static_assert(offsetof(io_source, queue) + 4 * sizeof(std::size_t) <= 64);

@@ -28,7 +28,12 @@
 // Accept: a queue beyond accept_queue_bound cancels the multishot (the CQEs already posted are still
 //   queued, none is lost); the next accept that finds the queue empty re-arms it. An error CQE
 //   (EMFILE, ...) is queued like a descriptor and reported by one accept; the multishot ends and the
-//   next accept re-arms it.
+//   next accept re-arms it. Except an EMFILE under a raised limit: the kernel takes RLIMIT_NOFILE
+//   when it prepares an accept and a multishot keeps that one for its whole life, so a limit raised
+//   since it was armed (a server that raises it after its first accept, or prlimit from outside)
+//   still ended it with EMFILE, far below the new limit (a user trial). The source records the soft
+//   limit it armed under (one getrlimit per arm); an EMFILE that ends a multishot armed under a
+//   lower limit than the current one is dropped, and the multishot re-armed under the new one.
 // Registered files: a stream's source also takes a slot in the reactor's sparse registered file table
 //   (one io_uring_register_files_update per connection); the multishot recv, single-shot reads and the
 //   stream's sends then name the slot (IOSQE_FIXED_FILE), so the kernel skips the file look-up and
@@ -147,6 +152,17 @@ constexpr unsigned default_buffer_count = 1024;
 constexpr std::uint16_t buffer_group = 0;
 constexpr std::size_t accept_queue_bound = 64;
 constexpr unsigned fixed_table_size = 8192;
+
+// The soft RLIMIT_NOFILE now: what an accept the kernel prepares now allocates descriptors under.
+std::uint64_t descriptor_limit() noexcept {
+  rlimit limit{};
+  return ::getrlimit(RLIMIT_NOFILE, &limit) == 0 ? limit.rlim_cur : 0;
+}
+
+// An accept multishot's result that only a limit raised since it was armed makes an error ("Accept").
+bool stale_descriptor_limit(const io_source& source, std::int32_t result) noexcept {
+  return result == -EMFILE && !source.armed && descriptor_limit() > source.armed_under_limit;
+}
 
 enum class multishot_use : std::uint8_t { none, accept, all };
 
@@ -370,6 +386,7 @@ void uring_reactor::arm(io_source& source) noexcept {
     sqe->buf_group = buffer_group;
   } else {
     io_uring_prep_multishot_accept(sqe, source.fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    source.armed_under_limit = descriptor_limit();
   }
   if ((sqe->flags & IOSQE_FIXED_FILE) == 0) {
     list_by_number(sqe, {source.fd, source.generation});
@@ -451,7 +468,7 @@ void uring_reactor::on_source_completion(io_source& source, std::int32_t result,
     }
   } else if (result >= 0 && gone) {
     ::close(result);
-  } else if (!quiet_cancel && !gone) {
+  } else if (!quiet_cancel && !gone && !stale_descriptor_limit(source, result)) {
     source.queue.push_back({result, 0, 0});
   }
 

@@ -17,6 +17,8 @@
 #include <cerrno>
 #include <cstring>
 #include <chrono>
+#include <filesystem>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <thread>
@@ -119,6 +121,38 @@ TYPED_TEST(listener, accept_hitting_emfile_keeps_the_accept_loop_alive) {
     std::string got(6, '\0');
     co_await accepted.read_exact(std::as_writable_bytes(std::span(got)));
     EXPECT_EQ(got, "served");
+  });
+  ::setrlimit(RLIMIT_NOFILE, &original);
+}
+
+// A limit raised after a listener's first accept counts at once. io_uring's multishot accept, armed
+// under the old limit, keeps that one for its life (uring_source.cpp, "Accept"), so the first accept
+// past the old limit ended EMFILE with the process far below the new one (a user trial).
+TYPED_TEST(listener, accepts_past_a_limit_raised_after_the_first_accept_succeed) {
+  rlimit original{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &original), 0);
+  const auto open_now = static_cast<rlim_t>(std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
+                                                          std::filesystem::directory_iterator{}));
+  constexpr int pairs = 24;  // 48 descriptors, past the lowered limit's room of 16
+  ASSERT_GT(original.rlim_cur, open_now + 2 * pairs + 16) << "the test needs its descriptors under the usual limit";
+  run_on_loop(TestFixture::backend, [&]() -> corio::task<void> {
+    auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
+    rlimit lowered = original;
+    lowered.rlim_cur = open_now + 16;  // room for the reactor's own descriptors and one connection
+    EXPECT_EQ(::setrlimit(RLIMIT_NOFILE, &lowered), 0);
+    {
+      auto client = co_await tcp_stream::connect(listener.local_endpoint());
+      auto accepted = co_await listener.accept();  // on io_uring this arms the multishot, under the lowered limit
+    }
+    EXPECT_EQ(::setrlimit(RLIMIT_NOFILE, &original), 0);
+    std::vector<tcp_stream> kept;
+    for (int i = 0; i < pairs; ++i) {
+      kept.push_back(co_await tcp_stream::connect(listener.local_endpoint()));
+      std::error_code error;
+      kept.push_back(co_await corio::with_timeout(5s, listener.accept(error)));
+      EXPECT_FALSE(error) << "accept " << i << " (about " << open_now + kept.size() << " descriptors open): "
+                          << error.message();
+    }
   });
   ::setrlimit(RLIMIT_NOFILE, &original);
 }
