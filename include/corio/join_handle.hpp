@@ -68,13 +68,15 @@ class [[nodiscard]] join_handle {
 
   /// Asks the task to stop: its current or next suspension point completes with corio::cancelled.
   /// From any thread, a join of this handle in progress included, but not at the same time as its
-  /// detach, move or destruction. Throws corio::invalid_task on an empty (detached, moved-from or
-  /// joined) handle.
+  /// detach, move or destruction. On a joined handle it does nothing (the task has finished: a
+  /// canceller on another thread cannot know whether the join it races has ended, and tokio's
+  /// abort() of a finished task is a no-op too). Throws corio::invalid_task on an empty (detached
+  /// or moved-from) handle.
   void cancel() const {
-    if (!valid()) {
-      throw invalid_task("corio::join_handle::cancel: empty (detached, moved-from or joined) handle");
+    if (state_ == nullptr) {
+      throw invalid_task("corio::join_handle::cancel: empty (detached or moved-from) handle");
     }
-    state_->stop.request_stop();  // a join finishing meanwhile keeps the record: the handle holds it
+    state_->stop.request_stop();  // a joined handle keeps the record, whose task has finished: no effect
   }
 
   /// Lets the task run on unobserved; the handle becomes empty. No-op on an empty handle.
