@@ -15,6 +15,18 @@
 //   of one loop turn go to the kernel together with the wait, in one io_uring_enter
 //   (io_uring_submit_and_wait_timeout with EXT_ARG: the timeout is an argument, not an SQE). A full
 //   SQ is flushed early. Cancel SQEs and the wake read carry reserved user_data values 0 and 1.
+// Polls (a reap with a zero timeout: a worker spinning before it sleeps, a busy one's maintenance
+//   tick) always enter the kernel: on a DEFER_TASKRUN ring only an io_uring_enter of this thread runs
+//   the task work that posts completions. Rejected: polls that read the kernel's flags instead. With
+//   TASKRUN_FLAG the kernel raises IORING_SQ_TASKRUN when task work is queued for an empty list and
+//   clears it when the owner starts running the list, so a poll with nothing to submit, an empty CQ
+//   ring and the flag down could skip the system call (only after an enter that posted nothing: one
+//   enter runs at most 20 items, IO_LOCAL_TW_DEFAULT_MAX, and leaves the rest queued with the flag
+//   down). Built (tests/net/spin_poll_test.cpp, kept, caught it skipping a poll with the flag up),
+//   it took the echo at 1 client from about 20 io_uring_enter calls per request to 3, but not its
+//   requests/s: a median 1.02x in four alternating blocks of four 2 s runs (0.84-1.09x), and no
+//   change in CPU per request, since a spinning thread costs its spin's length whether it polls in
+//   the kernel or in memory.
 // Wake-up: an eventfd with one IORING_OP_READ always armed on it (re-armed after each completion);
 //   wake() writes the eventfd, which completes the read and ends the wait. Rejected: IORING_OP_MSG_RING
 //   from the waker's own ring when it has one (foreign threads do not): prototyped, it made no
