@@ -29,21 +29,20 @@ TYPED_TEST_SUITE(spin_poll, every_read_path, backend_names);
 
 constexpr std::size_t room = 64;
 
-corio::task<std::size_t> read_into(tcp_stream& stream, std::span<std::byte> buffer, bool& done) {
-  std::size_t got = co_await stream.read_some(buffer);
-  done = true;
-  co_return got;
+corio::task<std::size_t> read_into(tcp_stream& stream, std::span<std::byte> buffer) {
+  co_return co_await stream.read_some(buffer);
 }
 
-// Polls `slot` until `done`, yielding between polls so a delivered task runs; the worker never parks
-// meanwhile (this task is always runnable), so only a poll can deliver. False after `limit`.
-corio::task<bool> poll_until(corio::detail::io_slot& slot, const bool& done, std::chrono::milliseconds limit) {
+// Polls `slot` until `reader` has finished, yielding between polls so a delivered task runs; the worker
+// never parks meanwhile (this task is always runnable), so only a poll can deliver. False after `limit`.
+corio::task<bool> poll_until(corio::detail::io_slot& slot, const corio::join_handle<std::size_t>& reader,
+                             std::chrono::milliseconds limit) {
   const auto give_up = std::chrono::steady_clock::now() + limit;
-  while (!done && std::chrono::steady_clock::now() < give_up) {
+  while (!reader.is_finished() && std::chrono::steady_clock::now() < give_up) {
     slot.poll(room);
     co_await corio::yield();
   }
-  co_return done;
+  co_return reader.is_finished();
 }
 
 TYPED_TEST(spin_poll, data_that_arrives_between_polls_is_delivered_by_the_next_poll) {
@@ -53,15 +52,14 @@ TYPED_TEST(spin_poll, data_that_arrives_between_polls_is_delivered_by_the_next_p
     corio::detail::io_slot& slot = *corio::detail::current_io_slot;
     for (int round = 0; round < 50; ++round) {
       std::byte buffer[8];
-      bool done = false;
-      auto reader = corio::spawn(read_into(server, buffer, done));
-      for (int i = 0; i < 20 && !done; ++i) {  // the read goes to the kernel; polls find nothing
+      auto reader = corio::spawn(read_into(server, buffer));
+      for (int i = 0; i < 20 && !reader.is_finished(); ++i) {  // the read goes to the kernel; polls find nothing
         slot.poll(room);
         co_await corio::yield();
       }
-      EXPECT_FALSE(done) << "round " << round << ": a read completed before any data was sent";
+      EXPECT_FALSE(reader.is_finished()) << "round " << round << ": a read completed before any data was sent";
       EXPECT_EQ(::send(client.native_handle(), "ping", 4, MSG_NOSIGNAL), 4);  // not through corio: no turn
-      EXPECT_TRUE(co_await poll_until(slot, done, 2s)) << "round " << round << ": no poll delivered the read";
+      EXPECT_TRUE(co_await poll_until(slot, reader, 2s)) << "round " << round << ": no poll delivered the read";
       EXPECT_EQ(co_await std::move(reader), 4u);
     }
   }());
