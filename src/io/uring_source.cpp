@@ -440,7 +440,6 @@ void uring_reactor::on_source_completion(io_source& source, std::int32_t result,
                                          completion_sink sink) noexcept {
   ++multishot_completions_;
   let_go_if_released_elsewhere(source);  // armed until this CQE is handled: freed below, not here
-  bool was_cancelling = source.cancelling;
   bool first = !std::exchange(source.completed_once, true);
   if ((flags & IORING_CQE_F_MORE) == 0) {
     source.armed = false;
@@ -450,7 +449,11 @@ void uring_reactor::on_source_completion(io_source& source, std::int32_t result,
   // Closed on another thread, whose shutdown may be what ended the multishot (a recv at end of
   // file): nothing it reports is for a reader any more.
   bool gone = source.released || source.closing.load(std::memory_order_acquire);
-  bool quiet_cancel = result == -ECANCELED && (was_cancelling || draining_);
+  // A multishot's -ECANCELED is never news for a reader or an acceptor: corio cancelled it (a queue
+  // over its bound, shutdown), a close did (then `gone`), or the kernel did because the thread that
+  // submitted it exited (an event loop run before on a thread that is gone: its next run's first
+  // accept failed with operation_canceled, a user trial). Quiet: the next op re-arms it.
+  bool quiet_cancel = result == -ECANCELED;
   if (first && result == -EINVAL && !source.armed && !gone) {
     multishot_ = false;  // the kernel has the buffer ring but not this multishot op (< 6.0)
   } else if (source.kind == io_kind::recv) {

@@ -179,6 +179,35 @@ TYPED_TEST(multishot, cancelled_read_and_accept_leave_the_socket_usable) {
   });
 }
 
+// An event loop run on a thread that then exits: the kernel cancels the multishot accept and recv
+// that thread submitted (io_uring ties requests to their submitting task). The loop's next run, on
+// another thread, must accept and read as if nothing happened: the kernel's cancel is nobody's
+// error (a user trial: that run's first accept failed with operation_canceled).
+TYPED_TEST(multishot, a_loop_run_again_after_its_first_thread_exited_still_accepts_and_reads) {
+  corio::event_loop loop(TestFixture::backend);
+  auto listener = tcp_listener::bind(endpoint::loopback_v4(0));
+  tcp_stream client;
+  tcp_stream server;
+  std::thread([&] {
+    loop.block_on([&]() -> corio::task<void> {
+      client = co_await tcp_stream::connect(listener.local_endpoint());
+      server = co_await listener.accept();  // arms the listener's multishot accept
+      co_await client.write_all(bytes("one"));
+      EXPECT_EQ(co_await read_all(server, 3, 16), "one");  // arms the stream's multishot recv
+    });
+  }).join();
+  loop.block_on([&, backend = TestFixture::backend]() -> corio::task<void> {
+    std::uint64_t before = multishot_completions();
+    auto second = co_await tcp_stream::connect(listener.local_endpoint());
+    tcp_stream accepted = co_await listener.accept();
+    co_await second.write_all(bytes("two"));
+    EXPECT_EQ(co_await read_all(accepted, 3, 16), "two");
+    co_await client.write_all(bytes("three"));
+    EXPECT_EQ(co_await read_all(server, 5, 16), "three");
+    expect_multishot_ran(backend, before);
+  });
+}
+
 // A read whose task was cancelled before it started, under with_timeout: the deadline is offered to
 // the read first, then the read finds the cancellation and never reaches the reactor. Closing that
 // stream must leave the loop's other multishot states listed, so that the loop's teardown still
