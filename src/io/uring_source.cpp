@@ -34,6 +34,11 @@
 //   still ended it with EMFILE, far below the new limit (a user trial). The source records the soft
 //   limit it armed under (one getrlimit per arm); an EMFILE that ends a multishot armed under a
 //   lower limit than the current one is dropped, and the multishot re-armed under the new one.
+// Cancelled multishots (accept and recv): a multishot's -ECANCELED is never queued. corio cancelled
+//   it (a queue over its bound, shutdown), a close did (the source is then gone), or the kernel did
+//   because the thread that submitted it exited (an event loop run on a thread that is gone since:
+//   its next run's first accept failed with operation_canceled, a user trial). None of these is news
+//   for a reader or an acceptor, so the next op re-arms it, as after any other end.
 // Registered files: a stream's source also takes a slot in the reactor's sparse registered file table
 //   (one io_uring_register_files_update per connection); the multishot recv, single-shot reads and the
 //   stream's sends then name the slot (IOSQE_FIXED_FILE), so the kernel skips the file look-up and
@@ -449,10 +454,7 @@ void uring_reactor::on_source_completion(io_source& source, std::int32_t result,
   // Closed on another thread, whose shutdown may be what ended the multishot (a recv at end of
   // file): nothing it reports is for a reader any more.
   bool gone = source.released || source.closing.load(std::memory_order_acquire);
-  // A multishot's -ECANCELED is never news for a reader or an acceptor: corio cancelled it (a queue
-  // over its bound, shutdown), a close did (then `gone`), or the kernel did because the thread that
-  // submitted it exited (an event loop run before on a thread that is gone: its next run's first
-  // accept failed with operation_canceled, a user trial). Quiet: the next op re-arms it.
+  // Never queued, whoever cancelled it (design note, "Cancelled multishots").
   bool quiet_cancel = result == -ECANCELED;
   if (first && result == -EINVAL && !source.armed && !gone) {
     multishot_ = false;  // the kernel has the buffer ring but not this multishot op (< 6.0)
