@@ -329,7 +329,9 @@ template <class... Branches>
 }
 
 /// Like select, but tries ready branches in argument order: the first ready one wins (tokio's
-/// `biased;`). Use it to give one channel priority, knowing that it can starve the others.
+/// `biased;`). That order applies to the branches ready when it starts; once it waits, the first
+/// channel operation (or timeout) to reach it wins. Use it to give one channel priority, knowing that
+/// it can starve the others.
 template <class... Branches>
   requires(sizeof...(Branches) > 0)
 [[nodiscard]] detail::select_operation<true, Branches...> select_biased(Branches... branches) {

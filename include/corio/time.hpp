@@ -13,6 +13,8 @@
 // touching the awaiter. The resumed coroutine disarms its timer (giving back a fired entry, or
 // cancelling one the stop beat), and disarm() waits for a callback in flight; a stop callback that
 // loses the race is waited for by ~stop_callback before the frame can go. CAS operations are acq_rel.
+// A deadline already passed when await_suspend runs arms nothing and does not suspend (nor does a
+// stop already requested): no timer, no state change, only the cooperative budget.
 #include <atomic>
 #include <chrono>
 #include <coroutine>
@@ -94,10 +96,13 @@ struct sleep_until_awaitable {
 
 }  // namespace detail
 
-/// Suspends the awaiting coroutine until `deadline` (at once if it has passed) on its event loop or
-/// runtime; the thread is free meanwhile. Resumes on the executor that armed it. Cancellation of the
-/// awaiting task wakes it early with corio::cancelled and removes its timer. Throws std::logic_error
-/// when awaited on a thread that runs no event loop or runtime.
+/// Suspends the awaiting coroutine until `deadline` on its event loop or runtime; the thread is free
+/// meanwhile. A deadline that has passed (sleep_for of zero or less) completes at once, without a
+/// timer or a wait, as any await that does not suspend: it still spends the cooperative budget and is
+/// still a cancellation point (`co_await corio::yield()` lets other tasks run). Resumes on the
+/// executor that armed it. Cancellation of the awaiting task wakes it early with corio::cancelled and
+/// removes its timer. Throws std::logic_error when awaited on a thread that runs no event loop or
+/// runtime, whatever the deadline.
 ///
 ///     co_await corio::sleep_until(corio::clock::now() + 50ms);
 [[nodiscard]] inline detail::sleep_until_awaitable sleep_until(clock::time_point deadline) noexcept { return {deadline}; }

@@ -130,9 +130,14 @@ task<std::variant<detail::non_void_t<detail::await_result_t<Awaitables>>...>> wh
   return detail::race<false>(std::move(awaitables)...);
 }
 
-/// when_any with the operands started in the order given (tokio's select! with `biased;`): when
-/// several could finish at once, the earliest listed wins. For a priority, such as a shutdown signal
-/// listed first; in a loop, an operand that is always ready starves those after it.
+/// when_any with the operands started in the order given (tokio's select! with `biased;`): of the
+/// operands that finish as they start (an event already set, a channel with a value waiting, a
+/// passed deadline), the earliest listed wins. Operands that become ready while it waits win in
+/// the order they resume, which need not be the order given: each is its own coroutine, and on a
+/// runtime the one woken last often runs first (tokio polls every branch of its select! in one
+/// task). So a shutdown signal listed first wins whenever it is set before when_any_biased starts,
+/// as it is on the next turn of a loop, and otherwise races a message that arrives in the same
+/// instant. In a loop, an operand that is always ready starves those after it.
 template <class... Awaitables>
 task<std::variant<detail::non_void_t<detail::await_result_t<Awaitables>>...>> when_any_biased(
     Awaitables... awaitables) {

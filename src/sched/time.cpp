@@ -10,8 +10,8 @@ bool sleep_awaiter::suspend(std::coroutine_handle<> self) {
   if (owner_ == nullptr) {
     throw std::logic_error("corio::sleep: no event loop or runtime runs on this thread");
   }
-  if (stop_ != nullptr && stop_->stop_requested()) {
-    return yield_if_budget_spent(self);  // cancelled without waiting still costs budget
+  if ((stop_ != nullptr && stop_->stop_requested()) || deadline() <= clock::now()) {
+    return yield_if_budget_spent(self);  // cancelled, or already due: no wait, but it still costs budget
   }
   waiter_ = self;
   arm();

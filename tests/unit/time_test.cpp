@@ -53,6 +53,34 @@ TEST(time, sleep_until_a_past_deadline_completes_promptly) {
   EXPECT_TRUE(done);
 }
 
+// A sleep whose deadline has passed completes without a wait (a user trial: it armed a timer and waited
+// for the loop's next turn, so in when_all the operand after it ran first, and in when_any_biased two
+// zero sleeps were won by the second). when_all starts its operands in order: a sleep that suspends
+// lets the second operand run before the first goes on.
+TEST(time, a_sleep_whose_deadline_passed_goes_on_without_waiting) {
+  std::vector<int> order;
+  int biased_first_wins = 0;
+  run_on_loop([&]() -> corio::task<void> {
+    auto after_sleep = [&](int id, corio::clock::time_point deadline) -> corio::task<void> {
+      co_await corio::sleep_until(deadline);
+      order.push_back(id);
+    };
+    auto at_once = [&](int id) -> corio::task<void> {
+      order.push_back(id);
+      co_return;
+    };
+    co_await corio::when_all(after_sleep(1, corio::clock::now()), at_once(2));
+    co_await corio::when_all(after_sleep(3, corio::clock::now() - 1s), at_once(4));
+    co_await corio::when_all(after_sleep(5, corio::clock::now() + 20ms), at_once(6));  // a real wait
+    for (int round = 0; round < 20; ++round) {
+      auto won = co_await corio::when_any_biased(corio::sleep_for(0ms), corio::sleep_for(-1ms));
+      biased_first_wins += won.index() == 0 ? 1 : 0;
+    }
+  });
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3, 4, 6, 5}));
+  EXPECT_EQ(biased_first_wins, 20);
+}
+
 // The largest durations mean "no limit" (as tokio's Duration::MAX does): their deadline saturates
 // instead of overflowing into the past, where each fired at once (user trial; UBSan saw the overflow).
 TEST(time, the_largest_durations_never_expire_and_negative_ones_expire_at_once) {
