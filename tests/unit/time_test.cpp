@@ -1,5 +1,6 @@
 #include <corio/cancellation.hpp>
 #include <corio/event_loop.hpp>
+#include <corio/runtime.hpp>
 #include <corio/sync_wait.hpp>
 #include <corio/task.hpp>
 #include <corio/time.hpp>
@@ -54,9 +55,9 @@ TEST(time, sleep_until_a_past_deadline_completes_promptly) {
 }
 
 // A sleep whose deadline has passed completes without a wait (a user trial: it armed a timer and waited
-// for the loop's next turn, so in when_all the operand after it ran first, and in when_any_biased two
-// zero sleeps were won by the second). when_all starts its operands in order: a sleep that suspends
-// lets the second operand run before the first goes on.
+// for its executor's next turn, so in when_all the operand after it ran first, and on a runtime
+// when_any_biased of two zero sleeps was won by the second, the one woken last). when_all starts its
+// operands in order: a sleep that suspends lets the second operand run before the first goes on.
 TEST(time, a_sleep_whose_deadline_passed_goes_on_without_waiting) {
   std::vector<int> order;
   int biased_first_wins = 0;
@@ -72,11 +73,14 @@ TEST(time, a_sleep_whose_deadline_passed_goes_on_without_waiting) {
     co_await corio::when_all(after_sleep(1, corio::clock::now()), at_once(2));
     co_await corio::when_all(after_sleep(3, corio::clock::now() - 1s), at_once(4));
     co_await corio::when_all(after_sleep(5, corio::clock::now() + 20ms), at_once(6));  // a real wait
+  });
+  corio::runtime runtime(corio::runtime::options{.workers = 1});
+  runtime.block_on([&]() -> corio::task<void> {
     for (int round = 0; round < 20; ++round) {
       auto won = co_await corio::when_any_biased(corio::sleep_for(0ms), corio::sleep_for(-1ms));
       biased_first_wins += won.index() == 0 ? 1 : 0;
     }
-  });
+  }());
   EXPECT_EQ(order, (std::vector<int>{1, 2, 3, 4, 6, 5}));
   EXPECT_EQ(biased_first_wins, 20);
 }
