@@ -3,8 +3,6 @@
 
 #include <array>
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <new>
 #include <vector>
@@ -19,6 +17,8 @@
 #if defined(CORIO_FRAME_POOL_POISONS)
 #include <sanitizer/asan_interface.h>
 #endif
+
+#include "core/env_setting.hpp"
 
 namespace corio::detail {
 namespace {
@@ -170,12 +170,13 @@ struct pool_owner {
   }
 };
 
-// CORIO_FRAME_POOL=off (read once, at the first frame) hands every frame to ::operator new/delete, so
-// a user's AddressSanitizer or valgrind sees each frame's lifetime even against a release build.
+// CORIO_FRAME_POOL=off (or 0; on or 1 is the default; read once, at the first frame) hands every frame
+// to ::operator new/delete, so a user's AddressSanitizer or valgrind sees each frame's lifetime even
+// against a release build.
 bool pool_switched_off() noexcept {
   static const bool off = [] {
-    const char* setting = std::getenv("CORIO_FRAME_POOL");
-    return setting != nullptr && (std::strcmp(setting, "off") == 0 || std::strcmp(setting, "0") == 0);
+    static env_knob knob{"CORIO_FRAME_POOL"};
+    return env_choice(knob, {{"on", 0}, {"1", 0}, {"off", 1}, {"0", 1}}, 0, "on") == 1;
   }();
   return off;
 }

@@ -135,8 +135,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <new>
@@ -144,6 +142,7 @@
 
 #include <corio/detail/io_slot.hpp>
 
+#include "core/env_setting.hpp"
 #include "io/fd_records.hpp"
 #include "io/io_source_state.hpp"
 #include "io/uring_reactor.hpp"
@@ -154,6 +153,7 @@ namespace {
 
 constexpr unsigned buffer_size = 4096;
 constexpr unsigned default_buffer_count = 1024;
+constexpr unsigned most_buffers = 32768;  // the kernel's limit on a buffer ring's entries
 constexpr std::uint16_t buffer_group = 0;
 constexpr std::size_t accept_queue_bound = 64;
 constexpr unsigned fixed_table_size = 8192;
@@ -173,28 +173,18 @@ enum class multishot_use : std::uint8_t { none, accept, all };
 
 // CORIO_URING_MULTISHOT: 0 (none), accept (the default) or all (reads from a multishot recv too).
 multishot_use configured_multishot() noexcept {
-  const char* text = std::getenv("CORIO_URING_MULTISHOT");
-  if (text == nullptr || *text == '\0' || std::strcmp(text, "accept") == 0) {
-    return multishot_use::accept;
-  }
-  if (std::strcmp(text, "0") == 0) {
-    return multishot_use::none;
-  }
-  if (std::strcmp(text, "all") == 0) {
-    return multishot_use::all;
-  }
-  static std::atomic<bool> warned{false};
-  if (!warned.exchange(true, std::memory_order_relaxed)) {
-    std::fprintf(stderr, "corio: CORIO_URING_MULTISHOT=%s is not 0, accept or all; using accept\n", text);
-  }
-  return multishot_use::accept;
+  static env_knob knob{"CORIO_URING_MULTISHOT"};
+  return static_cast<multishot_use>(env_choice(knob,
+                                               {{"0", static_cast<int>(multishot_use::none)},
+                                                {"accept", static_cast<int>(multishot_use::accept)},
+                                                {"all", static_cast<int>(multishot_use::all)}},
+                                               static_cast<int>(multishot_use::accept), "accept"));
 }
 
+// CORIO_URING_BUFFERS: the buffer ring's entries, rounded up to a power of two (the kernel's rule).
 unsigned configured_buffer_count() noexcept {
-  unsigned count = default_buffer_count;
-  if (const char* text = std::getenv("CORIO_URING_BUFFERS"); text != nullptr && *text != '\0') {
-    count = static_cast<unsigned>(std::clamp(std::strtol(text, nullptr, 10), 1L, 32768L));
-  }
+  static env_knob knob{"CORIO_URING_BUFFERS"};
+  const auto count = static_cast<unsigned>(env_count(knob, default_buffer_count, most_buffers));
   unsigned power = 1;
   while (power < count) {
     power *= 2;
