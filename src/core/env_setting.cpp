@@ -1,5 +1,6 @@
 #include "core/env_setting.hpp"
 
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -44,17 +45,14 @@ int env_choice(env_knob& knob, std::initializer_list<env_word> words, int fallba
 }
 
 std::optional<std::uint64_t> parse_whole_number(std::string_view text) noexcept {
-  if (text.empty()) {
-    return std::nullopt;
-  }
+  const char* end = text.data() + text.size();
   std::uint64_t value = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') {
-      return std::nullopt;
-    }
-    const auto digit = static_cast<std::uint64_t>(c - '0');
-    constexpr std::uint64_t most = std::numeric_limits<std::uint64_t>::max();
-    value = value > (most - digit) / 10 ? most : value * 10 + digit;
+  auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (text.empty() || stop != end) {
+    return std::nullopt;  // not digits, or something after them (from_chars takes no sign or space)
+  }
+  if (error == std::errc::result_out_of_range) {
+    return std::numeric_limits<std::uint64_t>::max();
   }
   return value;
 }

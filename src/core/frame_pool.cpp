@@ -175,7 +175,7 @@ struct pool_owner {
 // against a release build.
 bool pool_switched_off() noexcept {
   static const bool off = [] {
-    static env_knob knob{"CORIO_FRAME_POOL"};
+    env_knob knob{"CORIO_FRAME_POOL"};  // read once: its report can only come once
     return env_choice(knob, {{"on", 0}, {"1", 0}, {"off", 1}, {"0", 1}}, 0, "on") == 1;
   }();
   return off;
