@@ -60,9 +60,10 @@ class oneshot_sender {
 };
 
 /// The receiving half of a oneshot. Move-only. `co_await rx` (or `co_await rx.recv()`, which can also
-/// be a select branch) yields the value, or nullopt if the sender was dropped without sending. Resumes
-/// on the executor it suspended on; cancellation throws corio::cancelled and keeps the value for a
-/// later receive.
+/// be a select branch) yields the value, or nullopt if the sender was dropped without sending; a
+/// receive after the value was received also yields nullopt (the channel is closed and empty, as a Go
+/// receive from a closed channel; tokio's Receiver panics there). Resumes on the executor it
+/// suspended on; cancellation throws corio::cancelled and keeps the value for a later receive.
 ///
 ///     auto [reply_tx, reply_rx] = corio::oneshot<int>();
 ///     corio::spawn(work(std::move(reply_tx)));     // work() calls reply_tx.send(42)

@@ -1,12 +1,35 @@
 // Finishing and destroying spawned tasks; the protocol is described in include/corio/detail/root.hpp.
 #include <corio/detail/root.hpp>
 
+#include <cxxabi.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <typeinfo>
 
 namespace corio::detail {
 
 namespace {
 std::atomic<std::uint64_t> root_sequence{0};
+
+/// The dynamic type of the exception being handled, demangled where the ABI can ("int", "my_error"),
+/// else as the ABI names it; empty if there is none or memory ran out.
+std::string current_exception_type() noexcept {
+  try {
+    const std::type_info* type = abi::__cxa_current_exception_type();
+    if (type == nullptr) {
+      return {};
+    }
+    int status = 0;
+    std::unique_ptr<char, void (*)(void*)> readable(abi::__cxa_demangle(type->name(), nullptr, nullptr, &status),
+                                                   std::free);
+    return status == 0 && readable ? std::string(readable.get()) : std::string(type->name());
+  } catch (...) {
+    return {};
+  }
+}
 }  // namespace
 
 std::uint64_t next_root_sequence() noexcept { return root_sequence.fetch_add(1, std::memory_order_relaxed); }
@@ -15,9 +38,11 @@ void print_unhandled_exception(std::exception_ptr failure) noexcept {
   try {
     std::rethrow_exception(failure);
   } catch (const std::exception& error) {
-    std::fprintf(stderr, "corio: unhandled exception in a detached task: %s\n", error.what());
+    std::fprintf(stderr, "corio: unhandled exception in a detached task: %s: %s\n", current_exception_type().c_str(),
+                 error.what());
   } catch (...) {
-    std::fprintf(stderr, "corio: unhandled non-standard exception in a detached task\n");
+    std::fprintf(stderr, "corio: unhandled exception in a detached task: %s (not derived from std::exception)\n",
+                 current_exception_type().c_str());
   }
 }
 

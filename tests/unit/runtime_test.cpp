@@ -348,6 +348,39 @@ TEST(runtime, detached_task_exception_reaches_the_unhandled_hook) {
   EXPECT_EQ(reported.load(), 1);
 }
 
+namespace report_test {
+struct disk_on_fire {};  // not derived from std::exception
+}  // namespace report_test
+
+// Without a hook, the report on stderr names what was thrown: its type, and what() for a
+// std::exception (a user trial found "non-standard exception" alone useless for an int or a struct).
+TEST(runtime, default_unhandled_report_names_the_exception_type) {
+  testing::internal::CaptureStderr();
+  {
+    corio::runtime rt(corio::runtime::options{.workers = 1});
+    auto parent = []() -> corio::task<void> {
+      auto throws_struct = []() -> corio::task<void> {
+        throw report_test::disk_on_fire{};
+        co_return;
+      };
+      auto throws_std = []() -> corio::task<void> {
+        throw std::out_of_range("slot 7");
+        co_return;
+      };
+      corio::spawn(throws_struct()).detach();
+      corio::spawn(throws_std()).detach();
+      co_await corio::sleep_for(10ms);
+    };
+    rt.block_on(parent());
+  }
+  std::string report = testing::internal::GetCapturedStderr();
+  EXPECT_NE(report.find("report_test::disk_on_fire (not derived from std::exception)\n"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("unhandled exception in a detached task: std::out_of_range: slot 7"), std::string::npos)
+      << report;
+}
+
 TEST(runtime, shutdown_destroys_suspended_tasks_sleepers_and_their_frames) {
   corio::test::lifetime_counts counts;
   corio::async_mutex mutex;  // outlives the runtime: its waiters unlink from it during shutdown
