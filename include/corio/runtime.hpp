@@ -66,7 +66,7 @@ class runtime {
     /// Upper bound on spawn_blocking threads; at least 1 (0 throws std::invalid_argument).
     std::size_t max_blocking_threads = detail::default_blocking_threads;
     /// Called (on a worker thread) with an exception that escaped a task nobody joins; by default it
-    /// is printed to stderr.
+    /// is printed to stderr, one line naming its type (and what() for a std::exception).
     std::function<void(std::exception_ptr)> on_unhandled_exception = {};
     /// The reactor backend of every worker (see corio/io_backend.hpp); automatic by default.
     io_backend backend = io_backend::automatic;
