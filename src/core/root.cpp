@@ -15,19 +15,21 @@ namespace {
 std::atomic<std::uint64_t> root_sequence{0};
 
 /// The dynamic type of the exception being handled, demangled where the ABI can ("int", "my_error"),
-/// else as the ABI names it; empty if there is none or memory ran out.
+/// else as the ABI names it; "unknown type" (short enough to need no allocation) if the ABI cannot
+/// say or memory ran out.
 std::string current_exception_type() noexcept {
+  static constexpr const char* unknown = "unknown type";
   try {
     const std::type_info* type = abi::__cxa_current_exception_type();
     if (type == nullptr) {
-      return {};
+      return unknown;
     }
     int status = 0;
     std::unique_ptr<char, void (*)(void*)> readable(abi::__cxa_demangle(type->name(), nullptr, nullptr, &status),
                                                    std::free);
     return status == 0 && readable ? std::string(readable.get()) : std::string(type->name());
   } catch (...) {
-    return {};
+    return unknown;
   }
 }
 }  // namespace
